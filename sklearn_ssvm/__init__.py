@@ -1,0 +1,7 @@
+"""sklearn_ssvm: structured SVMs with numba oracles and a scikit-learn API."""
+from .estimators import BCFWStructuredSVM
+from .structures import BinarySVM, ChainCRF, MulticlassSVM, MultiLabel
+
+__version__ = "0.1.0.dev0"
+
+__all__ = ["BCFWStructuredSVM", "BinarySVM", "ChainCRF", "MultiLabel", "MulticlassSVM"]

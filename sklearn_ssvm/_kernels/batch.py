@@ -1,0 +1,91 @@
+"""Batched kernels over all examples of a packed problem (numba threads, ``nogil``)."""
+import numpy as np
+from numba import njit, prange
+
+from .labelings import add_stats, oracle, oracle_iwork_size, oracle_work_size, stats_score
+from .sparse import add_outer_into, unary_scores_into
+
+
+@njit(cache=True, nogil=True)
+def max_length(offsets):
+    m = 0
+    for i in range(offsets.shape[0] - 1):
+        m = max(m, offsets[i + 1] - offsets[i])
+    return m
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
+               W, theta, augment, M, Q, y_out, values, true_scores, expected_scores):
+    """Run the (loss-augmented) oracle on every example at the weights ``(W, theta)``.
+
+    Writes the argmax labelings to ``y_out`` (packed like ``y``) and their values to ``values``.
+    With ``augment``, also the score of the true labeling (``true_scores``) and, when the dual
+    state ``(M, Q)`` has rows, the expected score ``<U, M_i> + <theta, Q_i>`` under the block's
+    dual distribution (``expected_scores``): together they give exact hinge losses and block
+    duality gaps in one pass.
+    """
+    n = tok_off.shape[0] - 1
+    C = W.shape[1]
+    p = theta.shape[0]
+    with_state = M.shape[0] > 0
+    for i in prange(n):
+        t0 = tok_off[i]
+        T = tok_off[i + 1] - t0
+        U = np.empty((T, C))
+        unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
+        work = np.empty(oracle_work_size(kind, T, C))
+        iwork = np.empty(oracle_iwork_size(kind, T, C), dtype=np.int32)
+        yi = y[node_off[i]:node_off[i + 1]]
+        yo = y_out[node_off[i]:node_off[i + 1]]
+        values[i] = oracle(kind, U, theta, yi, augment, edges, parent, order, yo, work, iwork)
+        if augment:
+            S = np.empty((T, C))
+            q = np.empty(p)
+            true_scores[i] = stats_score(kind, U, theta, yi, edges, S, q)
+            if with_state:
+                e = 0.0
+                for t in range(T):
+                    for c in range(C):
+                        e += U[t, c] * M[t0 + t, c]
+                for j in range(p):
+                    e += theta[j] * Q[i, j]
+                expected_scores[i] = e
+
+
+@njit(cache=True, nogil=True)
+def weights_from_state(kind, edges, indptr, indices, data, tok_off, y, node_off, M, Q, scale,
+                       W, theta):
+    """``w = scale * sum_i [phi(x_i, y_i) - E_{alpha_i} phi(x_i, .)]`` from the label-space state.
+
+    With ``scale = 1/(lambda n)`` this is ``w(alpha) = A alpha`` (spec 002 eq. (3)); solvers call
+    it to resynchronise incrementally updated weights.
+    """
+    n = tok_off.shape[0] - 1
+    C = W.shape[1]
+    W[:, :] = 0.0
+    theta[:] = 0.0
+    for i in range(n):
+        t0 = tok_off[i]
+        T = tok_off[i + 1] - t0
+        D = np.empty((T, C))
+        for t in range(T):
+            for c in range(C):
+                D[t, c] = -M[t0 + t, c]
+        dq = -Q[i].copy()
+        add_stats(kind, y[node_off[i]:node_off[i + 1]], 1.0, D, dq, edges)
+        add_outer_into(indptr, indices, data, t0, t0 + T, D, scale, W)
+        for j in range(theta.shape[0]):
+            theta[j] += scale * dq[j]
+
+
+@njit(cache=True, nogil=True)
+def stats_from_labels(kind, edges, tok_off, y, node_off, n_codes, n_pair):
+    """Dual state of the vertex ``alpha_i = e_{y_i}``: ``M`` rows ``S(y_i)``, ``Q`` rows ``q(y_i)``."""
+    n = tok_off.shape[0] - 1
+    M = np.zeros((tok_off[n], n_codes))
+    Q = np.zeros((n, n_pair))
+    for i in range(n):
+        add_stats(kind, y[node_off[i]:node_off[i + 1]], 1.0, M[tok_off[i]:tok_off[i + 1]], Q[i],
+                  edges)
+    return M, Q

@@ -1,0 +1,81 @@
+"""One pass of block-coordinate Frank-Wolfe in label space (spec 002 Alg. 1).
+
+The block ``i`` of the dual is kept as expected label statistics ``M_i = E_{alpha_i} S(y)``
+(rows ``tok_off[i]:tok_off[i+1]`` of ``M``) and ``Q_i = E_{alpha_i} q(y)``, plus
+``ell_i = b_(i)^T alpha_(i)``. Then ``w_i = [phi(x_i, y_i) - (X_i^T M_i (+) Q_i)] / (lambda n)``:
+memory is O(sum_i T_i C), never n dense d-vectors (ARCHITECTURE.md).
+"""
+import numpy as np
+from numba import njit
+
+from .batch import max_length
+from .labelings import add_stats, label_loss, oracle, oracle_iwork_size, oracle_work_size
+from .sparse import add_outer_into, gram_quadratic, unary_scores_into
+
+
+@njit(cache=True, nogil=True)
+def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, gram,
+              gram_off, W, theta, M, Q, ell_blocks, lam, blocks, gap_estimates):
+    """Visit ``blocks`` in order, one Frank-Wolfe step with exact line search on each.
+
+    Updates ``W, theta, M, Q, ell_blocks`` in place and stores each visited block's gap
+    ``g_i`` (computed before its step, Alg. 1 line 6) in ``gap_estimates``. Returns the change
+    of ``ell = sum_i ell_i``.
+    """
+    n = tok_off.shape[0] - 1
+    C = W.shape[1]
+    p = theta.shape[0]
+    max_T = max_length(tok_off)
+    U_buf = np.empty((max_T, C))
+    D_buf = np.empty((max_T, C))
+    dq = np.empty(p)
+    y_buf = np.empty(max_length(node_off), dtype=np.int32)
+    work = np.empty(oracle_work_size(kind, max_T, C))
+    iwork = np.empty(oracle_iwork_size(kind, max_T, C), dtype=np.int32)
+    lam_n = lam * n
+    ell_change = 0.0
+    for b in range(blocks.shape[0]):
+        i = blocks[b]
+        t0 = tok_off[i]
+        T = tok_off[i + 1] - t0
+        U = U_buf[:T]
+        D = D_buf[:T]
+        unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
+        yi = y[node_off[i]:node_off[i + 1]]
+        ys = y_buf[:yi.shape[0]]
+        oracle(kind, U, theta, yi, True, edges, parent, order, ys, work, iwork)
+        ell_s = label_loss(kind, yi, ys) / n
+        # D = S(y*) - M_i, dq = q(y*) - Q_i: the corner minus the current block, in label space
+        for t in range(T):
+            for c in range(C):
+                D[t, c] = -M[t0 + t, c]
+        for j in range(p):
+            dq[j] = -Q[i, j]
+        add_stats(kind, ys, 1.0, D, dq, edges)
+        lin = 0.0
+        for t in range(T):
+            for c in range(C):
+                lin += D[t, c] * U[t, c]
+        quad = 0.0
+        for j in range(p):
+            lin += dq[j] * theta[j]
+            quad += dq[j] * dq[j]
+        gap = lin / n + ell_s - ell_blocks[i]
+        gap_estimates[i] = gap
+        if gap <= 0.0:
+            continue
+        quad += gram_quadratic(gram, gram_off[i], T, D)
+        # gamma = g_i / (lam ||w_i - w_s||^2) with ||w_i - w_s||^2 = quad / (lam n)^2
+        gamma = 1.0 if quad <= 0.0 else min(1.0, gap * lam_n * n / quad)
+        for t in range(T):
+            for c in range(C):
+                M[t0 + t, c] += gamma * D[t, c]
+        step = -gamma / lam_n
+        for j in range(p):
+            Q[i, j] += gamma * dq[j]
+            theta[j] += step * dq[j]
+        add_outer_into(indptr, indices, data, t0, t0 + T, D, step, W)
+        d_ell = gamma * (ell_s - ell_blocks[i])
+        ell_blocks[i] += d_ell
+        ell_change += d_ell
+    return ell_change

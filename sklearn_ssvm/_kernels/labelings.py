@@ -1,0 +1,182 @@
+"""Label-space kernels dispatched on the structure kind.
+
+Every structure of the package has a joint feature map of one shape,
+
+    phi(x, y) = vec(X^T S(y))  (+)  q(y),
+
+where ``X`` is the ``(T, n_features)`` token-feature matrix of the example, ``S(y)`` a ``(T, C)``
+matrix of per-token label statistics and ``q(y)`` a vector of ``n_pair`` label-interaction
+counts. Scores are then ``<U, S(y)> + <theta, q(y)>`` with ``U = X W`` the unary scores. This
+module knows, for each structure kind, ``S``, ``q``, the loss and the (loss-augmented) argmax.
+Solvers only ever see these functions, so they never hold dense per-example joint features.
+"""
+import numpy as np
+from numba import njit
+
+from .chain import viterbi_into, viterbi_iwork_size, viterbi_work_size
+from .tree import tree_max
+
+CHAIN = 0  # tokens x labels, one-hot rows, label transitions
+MULTICLASS = 1  # one token, one-hot row (Crammer-Singer)
+BINARY = 2  # one token, one column holding y/2 with y in {-1, +1}
+MULTILABEL_INDEPENDENT = 3  # one token, row = indicator vector of the labels
+MULTILABEL_TREE = 4  # same, plus 2x2 tables on the edges of a tree (exact max-product)
+MULTILABEL_FULL = 5  # same, plus 2x2 tables on every pair of labels (exhaustive search)
+
+
+@njit(cache=True, nogil=True)
+def n_pair_stats(kind, n_codes, n_edges):
+    if kind == CHAIN:
+        return n_codes * n_codes
+    if kind == MULTILABEL_TREE or kind == MULTILABEL_FULL:
+        return 4 * n_edges
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def add_stats(kind, y, coef, S, q, edges):
+    """``S += coef * S(y)`` and ``q += coef * q(y)`` for the labeling ``y`` of one example."""
+    if kind == CHAIN:
+        L = S.shape[1]
+        for t in range(y.shape[0]):
+            S[t, y[t]] += coef
+            if t > 0:
+                q[y[t - 1] * L + y[t]] += coef
+    elif kind == MULTICLASS:
+        S[0, y[0]] += coef
+    elif kind == BINARY:
+        S[0, 0] += coef * (y[0] - 0.5)
+    else:
+        for k in range(y.shape[0]):
+            S[0, k] += coef * y[k]
+        for e in range(edges.shape[0]):
+            q[4 * e + 2 * y[edges[e, 0]] + y[edges[e, 1]]] += coef
+
+
+@njit(cache=True, nogil=True)
+def label_loss(kind, y_true, y):
+    """Task loss: Hamming normalised by the length for chains and multi-label, else 0-1."""
+    if kind == MULTICLASS or kind == BINARY:
+        return 0.0 if y_true[0] == y[0] else 1.0
+    wrong = 0
+    for t in range(y.shape[0]):
+        if y[t] != y_true[t]:
+            wrong += 1
+    return wrong / y.shape[0]
+
+
+@njit(cache=True, nogil=True)
+def stats_score(kind, U, theta, y, edges, S, q):
+    """``<U, S(y)> + <theta, q(y)>`` using the scratch arrays ``S`` (T x C) and ``q``."""
+    S[:, :] = 0.0
+    q[:] = 0.0
+    add_stats(kind, y, 1.0, S, q, edges)
+    total = 0.0
+    for t in range(S.shape[0]):
+        for c in range(S.shape[1]):
+            total += U[t, c] * S[t, c]
+    for j in range(q.shape[0]):
+        total += theta[j] * q[j]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def oracle_work_size(kind, max_T, n_codes):
+    if kind == CHAIN:
+        return max_T * n_codes + viterbi_work_size(max_T, n_codes)
+    return 4 * n_codes + 2
+
+
+@njit(cache=True, nogil=True)
+def oracle_iwork_size(kind, max_T, n_codes):
+    if kind == CHAIN:
+        return viterbi_iwork_size(max_T, n_codes)
+    return 1
+
+
+@njit(cache=True, nogil=True)
+def _multilabel_unary(U, y_true, augment, node):
+    """Unary table (K, 2) of the binary label variables, loss-augmented if asked."""
+    K = U.shape[1]
+    for k in range(K):
+        node[k, 0] = 0.0
+        node[k, 1] = U[0, k]
+        if augment:
+            node[k, 1 - y_true[k]] += 1.0 / K
+
+
+@njit(cache=True, nogil=True)
+def oracle(kind, U, theta, y_true, augment, edges, parent, order, y_out, work, iwork):
+    """Best labeling of one example; with ``augment`` the loss-augmented one.
+
+    Returns the value ``<U, S(y)> + <theta, q(y)> (+ loss(y_true, y))`` of the labeling written
+    to ``y_out``. ``work``/``iwork`` are scratch buffers of ``oracle_work_size`` floats and
+    ``oracle_iwork_size`` ints, so that hot loops do not allocate.
+    """
+    T = U.shape[0]
+    C = U.shape[1]
+    if kind == CHAIN:
+        Ua = work[: T * C].reshape((T, C))
+        inv_T = 1.0 / T
+        for t in range(T):
+            for c in range(C):
+                Ua[t, c] = U[t, c]
+                if augment and c != y_true[t]:
+                    Ua[t, c] += inv_T
+        trans = theta.reshape((C, C))
+        return viterbi_into(Ua, trans, y_out, work[T * C:], iwork)
+    if kind == MULTICLASS:
+        best = -np.inf
+        for c in range(C):
+            v = U[0, c]
+            if augment and c != y_true[0]:
+                v += 1.0
+            if v > best:
+                best = v
+                y_out[0] = c
+        return best
+    if kind == BINARY:
+        best = -np.inf
+        for s in range(2):
+            v = U[0, 0] * (s - 0.5)
+            if augment and s != y_true[0]:
+                v += 1.0
+            if v > best:
+                best = v
+                y_out[0] = s
+        return best
+    K = C
+    node = work[: 2 * K].reshape((K, 2))
+    _multilabel_unary(U, y_true, augment, node)
+    if kind == MULTILABEL_INDEPENDENT:
+        total = 0.0
+        for k in range(K):
+            y_out[k] = 1 if node[k, 1] > node[k, 0] else 0
+            total += node[k, y_out[k]]
+        return total
+    if kind == MULTILABEL_TREE:
+        # edge e is (child, parent); tree_max wants the table of each child node
+        pair = np.zeros((K, 2, 2))
+        for e in range(edges.shape[0]):
+            v = edges[e, 0]
+            for a in range(2):
+                for b in range(2):
+                    pair[v, a, b] = theta[4 * e + 2 * a + b]
+        value, y = tree_max(node.copy(), pair, parent, order)
+        y_out[:] = y
+        return value
+    # MULTILABEL_FULL: exhaustive search over the 2**K labelings
+    best = -np.inf
+    for mask in range(1 << K):
+        v = 0.0
+        for k in range(K):
+            v += node[k, (mask >> k) & 1]
+        for e in range(edges.shape[0]):
+            a = (mask >> edges[e, 0]) & 1
+            b = (mask >> edges[e, 1]) & 1
+            v += theta[4 * e + 2 * a + b]
+        if v > best:
+            best = v
+            for k in range(K):
+                y_out[k] = (mask >> k) & 1
+    return best

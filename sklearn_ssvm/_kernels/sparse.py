@@ -1,0 +1,84 @@
+"""Sparse token-feature products shared by every structure.
+
+All token features of a data set live in one CSR matrix (``indptr``, ``indices``, ``data``) whose
+rows are tokens; example ``i`` owns rows ``tok_offsets[i]:tok_offsets[i + 1]``. The emission
+weights are a dense ``(n_features, n_codes)`` matrix ``W`` so that the unary scores of a token are
+one row of ``X W``.
+"""
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def unary_scores_into(indptr, indices, data, t0, t1, W, U):
+    """Write ``U[t - t0] = x_t @ W`` for the tokens ``t0 <= t < t1`` (rows of a CSR matrix)."""
+    C = W.shape[1]
+    for t in range(t0, t1):
+        r = t - t0
+        for c in range(C):
+            U[r, c] = 0.0
+        for k in range(indptr[t], indptr[t + 1]):
+            v = data[k]
+            row = indices[k]
+            for c in range(C):
+                U[r, c] += v * W[row, c]
+
+
+@njit(cache=True, nogil=True)
+def add_outer_into(indptr, indices, data, t0, t1, D, scale, W):
+    """``W += scale * X_[t0:t1]^T D``: the emission part of a joint-feature difference."""
+    C = W.shape[1]
+    for t in range(t0, t1):
+        r = t - t0
+        for k in range(indptr[t], indptr[t + 1]):
+            v = scale * data[k]
+            row = indices[k]
+            for c in range(C):
+                W[row, c] += v * D[r, c]
+
+
+@njit(cache=True, nogil=True)
+def gram_quadratic(gram, g0, T, D):
+    """``||X_i^T D||_F^2 = sum_{t,s} G[t,s] <D_t, D_s>`` from the token Gram matrix of block i."""
+    C = D.shape[1]
+    total = 0.0
+    for t in range(T):
+        for s in range(t + 1):
+            g = gram[g0 + t * T + s]
+            if g == 0.0:
+                continue
+            dot = 0.0
+            for c in range(C):
+                dot += D[t, c] * D[s, c]
+            total += g * dot if s == t else 2.0 * g * dot
+    return total
+
+
+@njit(cache=True, nogil=True)
+def token_gram(indptr, indices, data, tok_offsets, n_features):
+    """Per-example token Gram matrices ``X_i X_i^T`` packed flat, with their offsets."""
+    n = tok_offsets.shape[0] - 1
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        T = tok_offsets[i + 1] - tok_offsets[i]
+        offsets[i + 1] = offsets[i] + T * T
+    gram = np.zeros(offsets[n])
+    dense = np.zeros(n_features)
+    for i in range(n):
+        t0 = tok_offsets[i]
+        T = tok_offsets[i + 1] - t0
+        g0 = offsets[i]
+        for t in range(T):
+            row = t0 + t
+            for k in range(indptr[row], indptr[row + 1]):
+                dense[indices[k]] = data[k]
+            for s in range(t + 1):
+                other = t0 + s
+                dot = 0.0
+                for k in range(indptr[other], indptr[other + 1]):
+                    dot += data[k] * dense[indices[k]]
+                gram[g0 + t * T + s] = dot
+                gram[g0 + s * T + t] = dot
+            for k in range(indptr[row], indptr[row + 1]):
+                dense[indices[k]] = 0.0
+    return gram, offsets

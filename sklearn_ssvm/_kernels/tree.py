@@ -1,0 +1,374 @@
+"""Tree and forest dynamic programs (max-product, top-K max-product, sum-product), generic.
+
+A forest over ``p`` nodes, each with ``S`` states, is given by ``parent`` (``-1`` for a root)
+and ``order``, a topological order (every parent before its children, see ``tree_order``).
+A labeling scores
+
+    score(y) = sum_v unary[v, y_v] + sum_{v non-root} pair[v, y_v, y_parent(v)].
+
+The upward pass (spec 000 Algos. 7, 8, 9) is written once over the semirings of ``chain.py``:
+visiting nodes children-first, each node ``v`` holds a table ``belief[v]`` (S, K) =
+``unary[v] (x) (x)_{children c} msg[c]``; its message to the parent is the semiring product
+``msg[v][b] = (+)_a belief[v][a] (x) pair[v, a, b]`` (``chain._semiring_matvec``, the very product
+the chain recursion uses), and ``(x)``-merging a message into the parent's table keeps K entries
+(pairwise merge of two sorted K-lists for K-best), so several children never blow up to
+``K^children`` candidates. The roots of a forest send their messages, through an all-zero
+potential, to a virtual one-state node whose table is the answer: the forest is one tree.
+
+Backtracking for K-best follows ``(state, rank)`` backpointers of the messages and ``(rank before
+the merge, rank in the message)`` backpointers of the merges. Sum-product adds a downward
+(outside) pass.
+"""
+import numpy as np
+from numba import njit
+
+from .chain import LOG_SUM_EXP, MAX_PLUS, _init_table, _insert_sorted, _semiring_matvec
+
+
+@njit(cache=True, nogil=True)
+def tree_order(parent):
+    """A topological order of a forest: every parent comes before its children.
+
+    Parameters
+    ----------
+    parent : ndarray of shape (p,), integer
+        ``parent[v]`` is the parent of node ``v``, ``-1`` for a root.
+
+    Returns
+    -------
+    order : ndarray of shape (p,), int64
+        Roots first, then breadth-first.
+
+    Raises
+    ------
+    ValueError
+        If ``parent`` has an out-of-range entry or a cycle.
+    """
+    p = parent.shape[0]
+    n_children = np.zeros(p + 1, dtype=np.int64)
+    for v in range(p):
+        q = parent[v]
+        if q < -1 or q >= p:
+            raise ValueError("parent entries must be -1 or a node index")
+        n_children[q + 1] += 1  # slot 0 collects the roots
+    # children lists in CSR form, slot 0 = roots
+    start = np.zeros(p + 2, dtype=np.int64)
+    for i in range(p + 1):
+        start[i + 1] = start[i] + n_children[i]
+    fill = start[:-1].copy()
+    kids = np.empty(p, dtype=np.int64)
+    for v in range(p):
+        q = parent[v] + 1
+        kids[fill[q]] = v
+        fill[q] += 1
+    order = np.empty(p, dtype=np.int64)
+    n = 0
+    for j in range(start[0], start[1]):
+        order[n] = kids[j]
+        n += 1
+    head = 0
+    while head < n:
+        v = order[head]
+        head += 1
+        for j in range(start[v + 1], start[v + 2]):
+            order[n] = kids[j]
+            n += 1
+    if n != p:
+        raise ValueError("parent does not describe a forest (cycle)")
+    return order
+
+
+@njit(cache=True, nogil=True)
+def _merge_lists(semiring, K, acc, msg, bp_prev, bp_msg, tmp_val, tmp_prev, tmp_msg):
+    """``acc[s] <- acc[s] (x) msg[s]`` for every state, with merge backpointers.
+
+    For K-best max-plus: the K best of ``{acc[s, i] + msg[s, j]}``, both lists sorted, so each
+    scan stops early; ``bp_prev[s, k], bp_msg[s, k]`` record ``(i, j)``. Otherwise a plain sum.
+    """
+    S = acc.shape[0]
+    if semiring == LOG_SUM_EXP or K == 1:
+        for s in range(S):
+            acc[s, 0] += msg[s, 0]
+            bp_prev[s, 0] = 0
+            bp_msg[s, 0] = 0
+        return
+    for s in range(S):
+        for k in range(K):
+            tmp_val[k] = -np.inf
+            tmp_prev[k] = -1
+            tmp_msg[k] = -1
+        for i in range(K):
+            a = acc[s, i]
+            if not _insert_sorted(tmp_val, tmp_prev, tmp_msg, K, a + msg[s, 0], i, 0):
+                break  # (i, 0) is the best pair left for every i' >= i: none can enter
+            for j in range(1, K):
+                if not _insert_sorted(tmp_val, tmp_prev, tmp_msg, K, a + msg[s, j], i, j):
+                    break
+        for k in range(K):
+            acc[s, k] = tmp_val[k]
+            bp_prev[s, k] = tmp_prev[k]
+            bp_msg[s, k] = tmp_msg[k]
+
+
+@njit(cache=True, nogil=True)
+def _tree_upward(semiring, K, mu, unary, pair, parent, order, belief, msg, msg_lab, msg_rank,
+                 mrg_prev, mrg_msg, rmsg, rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg, vbelief):
+    """The upward pass, generic over the semiring.
+
+    Fills ``belief`` (p, S, K), the messages ``msg`` (p, S, K) of non-roots to their parents,
+    ``rmsg`` (p, 1, K) of roots to the virtual node, and ``vbelief`` (1, K), the virtual node's
+    table: the K best scores (max-plus) or the log-partition (log-sum-exp). ``msg_lab/msg_rank``
+    are the message backpointers, ``mrg_prev/mrg_msg`` the merge backpointers (same for roots).
+    """
+    p = unary.shape[0]
+    S = unary.shape[1]
+    for v in range(p):
+        _init_table(unary[v], belief[v])
+    for k in range(K):
+        vbelief[0, k] = 0.0 if k == 0 else -np.inf
+    zero_col = np.zeros((S, 1))  # roots reach the virtual node through a zero potential
+    scratch = np.empty(S)
+    tmp_val = np.empty(K)
+    tmp_prev = np.empty(K, dtype=np.int32)
+    tmp_msg = np.empty(K, dtype=np.int32)
+    # reverse topological order: all children of v are merged into belief[v] before v is used;
+    # children of a node are therefore merged in decreasing position in ``order``
+    for i in range(p - 1, -1, -1):
+        v = order[i]
+        q = parent[v]
+        if q >= 0:
+            _semiring_matvec(semiring, K, mu, belief[v], pair[v], msg[v], msg_lab[v],
+                             msg_rank[v], scratch)
+            _merge_lists(semiring, K, belief[q], msg[v], mrg_prev[v], mrg_msg[v],
+                         tmp_val, tmp_prev, tmp_msg)
+        else:
+            _semiring_matvec(semiring, K, mu, belief[v], zero_col, rmsg[v], rmsg_lab[v],
+                             rmsg_rank[v], scratch)
+            _merge_lists(semiring, K, vbelief, rmsg[v], rmrg_prev[v], rmrg_msg[v],
+                         tmp_val, tmp_prev, tmp_msg)
+
+
+@njit(cache=True, nogil=True)
+def _tree_backtrack(parent, order, msg_lab, msg_rank, mrg_prev, mrg_msg, rmsg_lab, rmsg_rank,
+                    rmrg_prev, rmrg_msg, rank, y_out, cur_rank):
+    """Recover the labeling of rank ``rank`` of the virtual node into ``y_out``.
+
+    Visiting nodes parents-first, a node's children come in the reverse of their merge order,
+    so each child peels the last merge off its parent's current rank.
+    """
+    p = parent.shape[0]
+    vrank = rank
+    for i in range(p):
+        v = order[i]
+        q = parent[v]
+        if q >= 0:
+            s = y_out[q]
+            r = cur_rank[q]
+            km = mrg_msg[v, s, r]
+            cur_rank[q] = mrg_prev[v, s, r]
+            y_out[v] = msg_lab[v, s, km]
+            cur_rank[v] = msg_rank[v, s, km]
+        else:
+            km = rmrg_msg[v, 0, vrank]
+            vrank = rmrg_prev[v, 0, vrank]
+            y_out[v] = rmsg_lab[v, 0, km]
+            cur_rank[v] = rmsg_rank[v, 0, km]
+
+
+@njit(cache=True, nogil=True)
+def _tree_maxplus(unary, pair, parent, order, K):
+    """Shared driver of ``tree_max`` and ``tree_topk``: K-best upward pass and backtracking."""
+    p = unary.shape[0]
+    S = unary.shape[1]
+    belief = np.empty((p, S, K))
+    msg = np.empty((p, S, K))
+    msg_lab = np.empty((p, S, K), dtype=np.int32)
+    msg_rank = np.empty((p, S, K), dtype=np.int32)
+    mrg_prev = np.empty((p, S, K), dtype=np.int32)
+    mrg_msg = np.empty((p, S, K), dtype=np.int32)
+    rmsg = np.empty((p, 1, K))
+    rmsg_lab = np.empty((p, 1, K), dtype=np.int32)
+    rmsg_rank = np.empty((p, 1, K), dtype=np.int32)
+    rmrg_prev = np.empty((p, 1, K), dtype=np.int32)
+    rmrg_msg = np.empty((p, 1, K), dtype=np.int32)
+    vbelief = np.empty((1, K))
+    _tree_upward(MAX_PLUS, K, 1.0, unary, pair, parent, order, belief, msg, msg_lab, msg_rank,
+                 mrg_prev, mrg_msg, rmsg, rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg, vbelief)
+    scores = vbelief[0].copy()
+    labelings = np.full((K, p), -1, dtype=np.int32)
+    cur_rank = np.empty(p, dtype=np.int32)
+    for k in range(K):
+        # K = 1 always yields a labeling (tree_max semantics); K-best pads infeasible ranks
+        if K > 1 and scores[k] == -np.inf:
+            break
+        _tree_backtrack(parent, order, msg_lab, msg_rank, mrg_prev, mrg_msg, rmsg_lab,
+                        rmsg_rank, rmrg_prev, rmrg_msg, k, labelings[k], cur_rank)
+    return scores, labelings
+
+
+@njit(cache=True, nogil=True)
+def tree_max(unary, pair, parent, order):
+    """Maximum-score labeling of a tree or forest (max-product, spec 000 Algo. 7).
+
+    Parameters
+    ----------
+    unary : ndarray of shape (p, S), float64, C-contiguous
+        Node scores.
+    pair : ndarray of shape (p, S, S), float64, C-contiguous
+        ``pair[v, a, b]`` scores ``(y_v = a, y_parent(v) = b)``; ignored for roots.
+    parent : ndarray of shape (p,), integer
+        Parent of each node, ``-1`` for roots.
+    order : ndarray of shape (p,), integer
+        Topological order (parents before children), e.g. ``tree_order(parent)``.
+
+    Returns
+    -------
+    score : float
+        ``max_y score(y)``.
+    y : ndarray of shape (p,), int32
+        An argmax. Ties are broken deterministically (lowest child state in each message).
+    """
+    scores, labelings = _tree_maxplus(unary, pair, parent, order, 1)
+    return scores[0], labelings[0]
+
+
+@njit(cache=True, nogil=True)
+def tree_topk(unary, pair, parent, order, K):
+    """The ``K`` best distinct labelings of a tree or forest (spec 000 Algo. 8).
+
+    Parameters
+    ----------
+    unary : ndarray of shape (p, S), float64, C-contiguous
+    pair : ndarray of shape (p, S, S), float64, C-contiguous
+    parent : ndarray of shape (p,), integer
+    order : ndarray of shape (p,), integer
+        See ``tree_max``.
+    K : int
+        Number of labelings, ``K >= 1``.
+
+    Returns
+    -------
+    scores : ndarray of shape (K,), float64
+        Non-increasing; ``-inf`` beyond the number of feasible labelings.
+    labelings : ndarray of shape (K, p), int32
+        Pairwise distinct; padding rows are ``-1``.
+
+    Notes
+    -----
+    Several children (and several roots) are merged pairwise, keeping K candidates per state
+    after each merge: time ``O(p S^2 K + p S K^2)`` in the worst case, memory ``O(p S K)``.
+    """
+    if K < 1:
+        raise ValueError("K must be >= 1")
+    scores, labelings = _tree_maxplus(unary, pair, parent, order, K)
+    if K == 1 and scores[0] == -np.inf:
+        labelings[0, :] = -1
+    return scores, labelings
+
+
+@njit(cache=True, nogil=True)
+def tree_marginals(unary, pair, parent, order, mu):
+    """Log-partition and marginals of the tree Gibbs distribution at temperature ``mu``.
+
+    ``P(y) = exp(score(y) / mu) / Z``; sum-product (spec 000 Algo. 9) in log space.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (p, S), float64, C-contiguous
+        ``-inf`` entries forbid a state (probability 0).
+    pair : ndarray of shape (p, S, S), float64, C-contiguous
+    parent : ndarray of shape (p,), integer
+    order : ndarray of shape (p,), integer
+        See ``tree_max``.
+    mu : float
+        Temperature, ``mu > 0``.
+
+    Returns
+    -------
+    value : float
+        ``mu * log sum_y exp(score(y) / mu)``.
+    node_marginals : ndarray of shape (p, S)
+        ``P(y_v = a)``.
+    edge_marginals : ndarray of shape (p, S, S)
+        ``edge_marginals[v, a, b] = P(y_v = a, y_parent(v) = b)``; zero for roots.
+
+    Notes
+    -----
+    If every labeling has score ``-inf``, ``value`` is ``-inf`` and the marginals are zero.
+    """
+    if not mu > 0:
+        raise ValueError("mu must be > 0")
+    p = unary.shape[0]
+    S = unary.shape[1]
+    belief = np.empty((p, S, 1))
+    msg = np.empty((p, S, 1))
+    rmsg = np.empty((p, 1, 1))
+    vbelief = np.empty((1, 1))
+    no_bp = np.empty((p, 0, 0), dtype=np.int32)  # log-sum-exp keeps no backpointers
+    node = np.zeros((p, S))
+    edge = np.zeros((p, S, S))
+    _tree_upward(LOG_SUM_EXP, 1, mu, unary, pair, parent, order, belief, msg, no_bp, no_bp,
+                 no_bp, no_bp, rmsg, no_bp, no_bp, no_bp, no_bp, vbelief)
+    value = vbelief[0, 0]
+    if value == -np.inf:
+        return value, node, edge
+    # belief[v] without one child's message, by "subtraction" that survives -inf: keep, per
+    # (node, state), the sum of the finite terms and the number of -inf terms
+    fin = unary.copy()
+    n_inf = np.zeros((p, S), dtype=np.int64)
+    for v in range(p):
+        for a in range(S):
+            if fin[v, a] == -np.inf:
+                fin[v, a] = 0.0
+                n_inf[v, a] = 1
+    for v in range(p):
+        q = parent[v]
+        if q >= 0:
+            for b in range(S):
+                m = msg[v, b, 0]
+                if m == -np.inf:
+                    n_inf[q, b] += 1
+                else:
+                    fin[q, b] += m
+    # downward pass: outside[v, a] = log-sum over the rest of v's component with y_v = a,
+    # the same semiring product with the transposed potential
+    outside = np.zeros((p, S, 1))
+    comp_logz = np.empty(p)  # log-partition of each node's component
+    excl = np.empty((S, 1))
+    trans_t = np.empty((S, S))
+    scratch = np.empty(S)
+    inv_mu = 1.0 / mu
+    for i in range(p):
+        v = order[i]
+        q = parent[v]
+        if q < 0:
+            comp_logz[v] = rmsg[v, 0, 0]
+            continue
+        comp_logz[v] = comp_logz[q]
+        for b in range(S):
+            m = msg[v, b, 0]
+            k = n_inf[q, b] - (1 if m == -np.inf else 0)
+            rest = -np.inf
+            if k == 0:
+                rest = fin[q, b] - (0.0 if m == -np.inf else m)
+            excl[b, 0] = rest + outside[q, b, 0]
+            for a in range(S):
+                trans_t[b, a] = pair[v, a, b]
+        _semiring_matvec(LOG_SUM_EXP, 1, mu, excl, trans_t, outside[v], no_bp[0], no_bp[0],
+                         scratch)
+        zc = comp_logz[v]
+        for a in range(S):
+            ba = belief[v, a, 0]
+            if ba == -np.inf:
+                continue
+            for b in range(S):
+                e = ba + pair[v, a, b] + excl[b, 0]
+                if e != -np.inf:
+                    edge[v, a, b] = np.exp((e - zc) * inv_mu)
+    for v in range(p):
+        zc = comp_logz[v]
+        for a in range(S):
+            t = belief[v, a, 0] + outside[v, a, 0]
+            if t != -np.inf:
+                node[v, a] = np.exp((t - zc) * inv_mu)
+    return value, node, edge

@@ -1,0 +1,3 @@
+from .bcfw import BCFWStructuredSVM
+
+__all__ = ["BCFWStructuredSVM"]

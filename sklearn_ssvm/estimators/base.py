@@ -1,0 +1,80 @@
+"""What every structured estimator shares: fitted-structure handling, predict and score."""
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted
+
+from ..structures.base import StructuredModel
+
+
+class StructuredEstimator(BaseEstimator):
+    """Base class: ``fit`` is the subclass's; ``predict``/``score``/objectives live here.
+
+    Subclasses implement ``_solve(problem, alpha, previous)`` returning a dict of fitted
+    attributes (``coef_`` at least). ``fit`` validates, packs, solves and only then sets the
+    attributes, so a failed fit leaves a previously fitted estimator unchanged.
+    """
+
+    _parameter_constraints = {
+        "structure": [StructuredModel],
+        "alpha": [Interval(Real, 0, None, closed="neither"), None],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+        "n_jobs": [Integral, None],
+    }
+
+    def fit(self, X, Y):
+        """Fit the structured SVM on examples ``X`` with labelings ``Y``.
+
+        Parameters
+        ----------
+        X : list of arrays or sparse matrices, or 2-D array
+            Per-example inputs as the structure expects them (a list of ``(n_tokens,
+            n_features)`` matrices for ``ChainCRF``; a 2-D array for flat structures).
+        Y : list of label arrays, 1-D array or 2-D indicator matrix
+            Labelings, any hashable label values (mapped through ``structure_.classes_``).
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        warm = self.warm_start and hasattr(self, "coef_")
+        structure = self.structure_ if warm else clone(self.structure)
+        problem = structure.prepare(X, Y)
+        alpha = 1.0 / problem.n_samples if self.alpha is None else float(self.alpha)
+        fitted = self._solve(problem, alpha, self if warm else None)
+        self.structure_ = structure
+        self.alpha_ = alpha
+        self.classes_ = structure.classes_
+        self.n_features_in_ = structure.n_features_in_
+        for name, value in fitted.items():
+            setattr(self, name, value)
+        return self
+
+    def predict(self, X):
+        """Best labeling ``argmax_y <coef_, phi(x, y)>`` of each example."""
+        check_is_fitted(self, "coef_")
+        return self.structure_.predict(X, self.coef_)
+
+    def _packed(self, X, Y):
+        check_is_fitted(self, "coef_")
+        return self.structure_.pack(X, Y)
+
+    def score(self, X, Y):
+        """``1 - mean task loss`` (token accuracy for chains, accuracy for classifiers)."""
+        problem = self._packed(X, Y)
+        y_pred, _, _, _ = problem.run_oracle(self.coef_, False)
+        return 1.0 - float(np.mean(problem.losses(y_pred)))
+
+    def primal_objective(self, X, Y, alpha=None):
+        """``alpha/2 ||coef_||^2 + mean_i H~_i(coef_)`` on ``(X, Y)`` (spec 002 eq. (1))."""
+        problem = self._packed(X, Y)
+        alpha = self.alpha_ if alpha is None else alpha
+        return 0.5 * alpha * self.coef_ @ self.coef_ + float(np.mean(
+            problem.hinge_losses(self.coef_)))

@@ -1,0 +1,1 @@
+"""Solvers: pure functions over a packed Problem (no scikit-learn)."""

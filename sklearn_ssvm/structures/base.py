@@ -1,0 +1,320 @@
+"""The structure protocol and the packed problem every solver works on.
+
+A structure says what is predicted: its joint feature map, loss and oracles. All structures of the
+package share one shape of joint feature (see ``_kernels/labelings.py``)::
+
+    phi(x, y) = vec(X^T S(y)) (+) q(y)
+
+so that one set of numba kernels (unary scores, oracles, BCFW steps) serves them all, and the
+parameter vector is ``coef = [vec(W), theta]`` with ``W`` of shape ``(n_token_features, n_codes)``.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+
+from .._kernels import batch, labelings
+from .._kernels.sparse import token_gram
+
+_EMPTY_EDGES = np.zeros((0, 2), dtype=np.int64)
+_EMPTY_INT = np.zeros(0, dtype=np.int64)
+
+
+@dataclass
+class Problem:
+    """Packed data of one data set: flat arrays + offsets, ready for the kernels.
+
+    Attributes
+    ----------
+    kind : int
+        Structure kind (``_kernels.labelings``).
+    indptr, indices, data : ndarray
+        CSR matrix of all token features, one row per token (bias columns included).
+    tok_offsets : ndarray of int64, shape (n_samples + 1,)
+        Example ``i`` owns token rows ``tok_offsets[i]:tok_offsets[i + 1]``.
+    y : ndarray of int32
+        Encoded labelings, packed; example ``i`` owns ``y[node_offsets[i]:node_offsets[i + 1]]``.
+        Zeros when the problem was packed without labels.
+    n_codes, n_pair : int
+        Columns of ``S(y)`` and length of ``q(y)``.
+    edges, parent, order : ndarray of int64
+        Label-interaction graph (multi-label structures), empty otherwise.
+    """
+
+    kind: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    n_features: int
+    tok_offsets: np.ndarray
+    y: np.ndarray
+    node_offsets: np.ndarray
+    n_codes: int
+    n_pair: int
+    has_labels: bool = True
+    edges: np.ndarray = field(default_factory=lambda: _EMPTY_EDGES)
+    parent: np.ndarray = field(default_factory=lambda: _EMPTY_INT)
+    order: np.ndarray = field(default_factory=lambda: _EMPTY_INT)
+    _gram: tuple = None
+
+    @property
+    def n_samples(self):
+        return self.tok_offsets.shape[0] - 1
+
+    @property
+    def n_params(self):
+        return self.n_features * self.n_codes + self.n_pair
+
+    @property
+    def gram(self):
+        """Per-example token Gram matrices (flat) and their offsets, computed once."""
+        if self._gram is None:
+            self._gram = token_gram(self.indptr, self.indices, self.data, self.tok_offsets,
+                                    self.n_features)
+        return self._gram
+
+    def graph_args(self):
+        return self.kind, self.edges, self.parent, self.order
+
+    def data_args(self):
+        return (self.indptr, self.indices, self.data, self.tok_offsets, self.y,
+                self.node_offsets)
+
+    def split_coef(self, coef):
+        """Views ``(W, theta)`` of a parameter vector."""
+        F, C = self.n_features, self.n_codes
+        return coef[:F * C].reshape(F, C), coef[F * C:]
+
+    def run_oracle(self, coef, augment, M=None, Q=None):
+        """Batched (loss-augmented) oracle at ``coef``; see ``_kernels.batch.oracle_all``."""
+        W, theta = self.split_coef(coef)
+        n = self.n_samples
+        y_out = np.zeros_like(self.y)
+        values = np.empty(n)
+        true_scores = np.zeros(n)
+        expected = np.zeros(n)
+        if M is None:
+            M, Q = np.zeros((0, self.n_codes)), np.zeros((0, self.n_pair))
+        batch.oracle_all(*self.graph_args(), *self.data_args(), np.ascontiguousarray(W), theta,
+                         augment, M, Q, y_out, values, true_scores, expected)
+        return y_out, values, true_scores, expected
+
+    def hinge_losses(self, coef):
+        """``H~_i(w) = max_y [L(y_i, y) + <w, phi(x_i, y)>] - <w, phi(x_i, y_i)>``, per example."""
+        _, values, true_scores, _ = self.run_oracle(coef, True)
+        return values - true_scores
+
+    def losses(self, y_pred):
+        """Task loss of each example for the packed predictions ``y_pred``."""
+        off = self.node_offsets
+        return np.array([labelings.label_loss(self.kind, self.y[off[i]:off[i + 1]],
+                                              y_pred[off[i]:off[i + 1]])
+                         for i in range(self.n_samples)])
+
+
+def check_finite_matrix(x, what):
+    """Return ``x`` as CSR float64, raising a ValueError naming ``what`` on NaN or inf."""
+    if sp.issparse(x):
+        x = sp.csr_matrix(x, dtype=np.float64)
+        values = x.data
+    else:
+        x = np.asarray(x, dtype=np.float64)
+        values = x
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{what} contains NaN or infinity.")
+    return x
+
+
+def stack_csr(blocks, n_features):
+    """Concatenate per-example token matrices (dense or CSR) into one CSR matrix."""
+    if all(not sp.issparse(b) for b in blocks):
+        return sp.csr_matrix(np.vstack(blocks))
+    blocks = [sp.csr_matrix(b) for b in blocks]
+    nnz = np.cumsum([0] + [b.nnz for b in blocks])
+    indptr = np.concatenate([[0]] + [b.indptr[1:] + nnz[k] for k, b in enumerate(blocks)])
+    return sp.csr_matrix((np.concatenate([b.data for b in blocks]),
+                          np.concatenate([b.indices for b in blocks]), indptr),
+                         shape=(indptr.shape[0] - 1, n_features))
+
+
+class StructuredModel(BaseEstimator):
+    """Base class of the structures: validation, label encoding, packing and oracles.
+
+    Subclasses define ``_kind``, ``_n_codes``, ``_token_matrix(X, fitting)`` (all token features
+    as one validated CSR matrix and the number of tokens of each example), ``_fit_labels(Y)``,
+    ``_encode_labels(Y, lengths)``, ``_decode_labels(y, offsets)`` and, for single examples,
+    ``_encode_one`` / ``_decode_one``.
+    """
+
+    #: how ``score``-style summaries name the loss in messages
+    loss_name = "0-1 loss"
+
+    def prepare(self, X, Y):
+        """Fit the label set and feature count on ``(X, Y)`` and pack them (spec: ``prepare``)."""
+        X_all, lengths = self._token_matrix(X, fitting=True)
+        if Y is None or len(Y) != len(lengths):
+            raise ValueError(f"X and Y have different numbers of examples: {len(lengths)} and "
+                             f"{0 if Y is None else len(Y)}.")
+        self._fit_labels(Y)
+        return self._pack(X_all, lengths, Y)
+
+    def _check_fitted(self):
+        if not hasattr(self, "classes_"):
+            raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call "
+                                 f"prepare(X, Y) or fit an estimator with it first.")
+
+    def pack(self, X, Y=None):
+        """Pack new data with the fitted label set (labels optional, e.g. for prediction)."""
+        self._check_fitted()
+        X_all, lengths = self._token_matrix(X, fitting=False)
+        if Y is not None and len(Y) != len(lengths):
+            raise ValueError(f"X and Y have different numbers of examples: {len(lengths)} and "
+                             f"{len(Y)}.")
+        return self._pack(X_all, lengths, Y)
+
+    def _pack(self, X_all, lengths, Y):
+        tok_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        X_all = self._augment(X_all, tok_offsets)
+        X_all.sort_indices()
+        y, node_offsets = self._encode_labels(Y, lengths)
+        return Problem(kind=self._kind, indptr=X_all.indptr.astype(np.int64),
+                       indices=X_all.indices.astype(np.int64), data=X_all.data,
+                       n_features=X_all.shape[1], tok_offsets=tok_offsets, y=y,
+                       node_offsets=node_offsets, n_codes=self._n_codes, has_labels=Y is not None,
+                       n_pair=labelings.n_pair_stats(self._kind, self._n_codes,
+                                                     self._edges.shape[0]),
+                       edges=self._edges, parent=self._parent, order=self._order)
+
+    # hooks with defaults shared by most structures
+    _edges = _EMPTY_EDGES
+    _parent = _EMPTY_INT
+    _order = _EMPTY_INT
+
+    def _augment(self, X_all, tok_offsets):
+        return X_all
+
+    def _check_n_features(self, n_features, i):
+        if n_features != self.n_features_in_:
+            raise ValueError(f"X has {n_features} features, but the structure was fitted with "
+                             f"{self.n_features_in_} features." if i is None else f"Example {i} has {n_features} features, but the structure was "
+                             f"fitted with {self.n_features_in_} features.")
+
+    def _encode_values(self, values, i):
+        """Map label values of example ``i`` to their index in ``classes_`` (clear errors)."""
+        values = np.asarray(values)
+        idx = np.searchsorted(self.classes_, values)
+        idx = np.clip(idx, 0, len(self.classes_) - 1)
+        bad = self.classes_[idx] != values
+        if np.any(bad):
+            unseen = _plain(values[bad][0])
+            known = [_plain(c) for c in self.classes_[:20]]
+            raise ValueError(f"Example {i} has label {unseen!r} not seen during fit "
+                             f"(known labels: {known}{' ...' if len(self.classes_) > 20 else ''}).")
+        return idx.astype(np.int32)
+
+    # -- the protocol on single raw examples -----------------------------------------------
+
+    @property
+    def n_params(self):
+        """Length of the parameter vector ``coef``."""
+        self._check_fitted()
+        extra = self._augment_width()
+        n_edges = self._edges.shape[0]
+        return ((self.n_features_in_ + extra) * self._n_codes
+                + labelings.n_pair_stats(self._kind, self._n_codes, n_edges))
+
+    def _augment_width(self):
+        return 0
+
+    def _single(self, x, y=None):
+        return self.pack([x] if self._sequence_input else _one_row(x),
+                         None if y is None else [y] if self._sequence_input else _one_label(y))
+
+    def _stats(self, problem, y_codes, i=0):
+        T = problem.tok_offsets[i + 1] - problem.tok_offsets[i]
+        S = np.zeros((T, problem.n_codes))
+        q = np.zeros(problem.n_pair)
+        labelings.add_stats(problem.kind, y_codes, 1.0, S, q, problem.edges)
+        return S, q
+
+    def joint_feature(self, x, y):
+        """Dense joint feature ``phi(x, y)`` of one example (``coef @ phi`` is its score)."""
+        problem = self._single(x, y)
+        S, q = self._stats(problem, problem.y)
+        X = sp.csr_matrix((problem.data, problem.indices, problem.indptr),
+                          shape=(S.shape[0], problem.n_features))
+        return np.concatenate([np.asarray(X.T @ S).ravel(), q])
+
+    def loss(self, y_true, y):
+        """Task loss ``L(y_true, y) >= 0``, zero iff ``y == y_true``."""
+        a = self._encode_one(y_true)
+        b = self._encode_one(y)
+        if a.shape != b.shape:
+            raise ValueError(f"Labelings have different lengths: {a.shape[0]} and {b.shape[0]}.")
+        return labelings.label_loss(self._kind, a, b)
+
+    def max_oracle(self, x, y_true, coef):
+        """Loss-augmented decoding: ``(y*, H(y*))`` with
+        ``H(y) = L(y_true, y) + <coef, phi(x, y) - phi(x, y_true)>`` (spec 002 eq. (2))."""
+        problem = self._single(x, y_true)
+        y_out, values, true_scores, _ = problem.run_oracle(np.asarray(coef, float), True)
+        return self._decode_one(y_out), values[0] - true_scores[0]
+
+    def decode(self, x, coef):
+        """``argmax_y <coef, phi(x, y)>`` for one example."""
+        problem = self._single(x)
+        y_out, _, _, _ = problem.run_oracle(np.asarray(coef, float), False)
+        return self._decode_one(y_out)
+
+    def predict(self, X, coef):
+        """Decode every example of ``X``."""
+        problem = self.pack(X)
+        y_out, _, _, _ = problem.run_oracle(np.asarray(coef, float), False)
+        return self._decode_labels(y_out, problem.node_offsets)
+
+
+def _plain(value):
+    """A numpy scalar as the Python value it holds (readable in error messages)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _one_row(x):
+    return x.reshape(1, -1) if sp.issparse(x) else np.asarray(x).reshape(1, -1)
+
+
+def _one_label(y):
+    return np.asarray(y)[None] if np.ndim(y) >= 1 else [y]
+
+
+class FlatStructure(StructuredModel):
+    """Structures whose examples are single feature vectors (X is a 2-D array or sparse)."""
+
+    _sequence_input = False
+
+    def _token_matrix(self, X, fitting):
+        if not sp.issparse(X):
+            X = np.asarray(X)
+            if X.dtype == object:
+                raise ValueError("X must be a 2-D numeric array or sparse matrix.")
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (n_samples, n_features), got {X.ndim} dimensions.")
+        if X.shape[0] == 0:
+            raise ValueError("X contains no samples.")
+        if sp.issparse(X):
+            X = X.tocsr()
+            rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+            bad = rows[~np.isfinite(X.data)]
+        else:
+            X = np.asarray(X, dtype=np.float64)
+            bad = np.flatnonzero(~np.all(np.isfinite(X), axis=1))
+        if len(bad):
+            raise ValueError(f"X contains NaN or infinity (example {bad[0]}).")
+        if fitting:
+            self.n_features_in_ = X.shape[1]
+        self._check_n_features(X.shape[1], None)
+        return sp.csr_matrix(X), np.ones(X.shape[0], dtype=np.int64)
+
+    def _decode_one(self, y_codes):
+        return self._decode_labels(y_codes, np.array([0, y_codes.shape[0]]))[0]

@@ -1,0 +1,27 @@
+"""Binary linear SVM as a structure: ``phi(x, y) = y x / 2`` with ``y in {-1, +1}``."""
+from .._kernels.labelings import BINARY
+from .multiclass import MulticlassSVM
+
+
+class BinarySVM(MulticlassSVM):
+    """Binary classification with the 0-1 loss (spec 002 §10.1).
+
+    With ``phi(x, y) = y x / 2`` the structured hinge is ``max(0, 1 - y <w, x>)``, so the
+    structured SVM with regularisation ``alpha`` is the L2-regularised hinge-loss SVM with
+    ``C = 1 / (alpha n)`` and no intercept (add a constant feature for one). ``coef`` is the
+    usual weight vector: ``decision = X @ coef``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The two labels; ``classes_[1]`` is the positive class (``y = +1``).
+    n_features_in_ : int
+    """
+
+    _kind = BINARY
+    _n_codes = 1
+
+    def _check_classes(self, classes):
+        if len(classes) != 2:
+            raise ValueError(f"BinarySVM needs exactly 2 classes in y, got {len(classes)}: "
+                             f"{list(classes)[:10]}.")

@@ -1,0 +1,147 @@
+"""Linear-chain CRF structure: token features x labels, label transitions, position biases."""
+import numpy as np
+import scipy.sparse as sp
+
+from .._kernels import chain as chain_kernels
+from .._kernels.labelings import CHAIN
+from .base import StructuredModel, check_finite_matrix, stack_csr
+
+
+class ChainCRF(StructuredModel):
+    """Sequence labelling with a first-order chain (the OCR model of spec 002 §9.1).
+
+    The joint feature of a sequence ``x`` (``T x n_features``) and labels ``y`` stacks
+
+    - emissions ``sum_t x_t (x) e_{y_t}`` (``n_features x n_labels``),
+    - per-label biases for any, the first and the last position (``3 x n_labels``) when
+      ``bias=True``, stored as three extra token features,
+    - transition counts ``sum_t e_{y_{t-1}} (x) e_{y_t}`` (``n_labels x n_labels``).
+
+    The loss is the Hamming loss normalised by the sequence length.
+
+    Parameters
+    ----------
+    bias : bool, default=True
+        Add the any/first/last position biases.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The labels seen in fit (any hashable, sortable values such as ``'B-NP'``).
+    n_features_in_ : int
+        Number of token features.
+    """
+
+    _kind = CHAIN
+    _sequence_input = True
+    loss_name = "normalised Hamming loss"
+
+    def __init__(self, bias=True):
+        self.bias = bias
+
+    @property
+    def _n_codes(self):
+        return len(self.classes_)
+
+    def _augment_width(self):
+        return 3 if self.bias else 0
+
+    def _token_matrix(self, X, fitting):
+        if isinstance(X, np.ndarray) and X.ndim == 3:
+            X = list(X)
+        if not isinstance(X, (list, tuple)):
+            raise ValueError("X must be a list of (n_tokens, n_features) arrays or sparse "
+                             "matrices, one per sequence.")
+        if len(X) == 0:
+            raise ValueError("X contains no sequences.")
+        blocks = []
+        for i, x in enumerate(X):
+            if not sp.issparse(x) and np.ndim(x) != 2:
+                raise ValueError(f"Sequence {i} must be a 2-D (n_tokens, n_features) array, "
+                                 f"got {np.ndim(x)} dimensions.")
+            x = check_finite_matrix(x, f"Sequence {i}")
+            if x.shape[0] == 0:
+                raise ValueError(f"Sequence {i} is empty (0 tokens).")
+            if fitting and i == 0:
+                self.n_features_in_ = x.shape[1]
+            self._check_n_features(x.shape[1], i)
+            blocks.append(x)
+        lengths = np.array([b.shape[0] for b in blocks], dtype=np.int64)
+        return stack_csr(blocks, self.n_features_in_), lengths
+
+    def _fit_labels(self, Y):
+        seqs = [np.asarray(y).ravel() for y in Y]
+        classes = np.unique(np.concatenate(seqs))
+        if len(classes) < 2:
+            raise ValueError(f"ChainCRF needs at least 2 classes in Y, got {len(classes)}: "
+                             f"{list(classes)}.")
+        self.classes_ = classes
+
+    def _encode_labels(self, Y, lengths):
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        if Y is None:
+            return np.zeros(offsets[-1], dtype=np.int32), offsets
+        codes = []
+        for i, (y, T) in enumerate(zip(Y, lengths)):
+            y = np.asarray(y).ravel()
+            if y.shape[0] != T:
+                raise ValueError(f"Sequence {i} has {T} tokens but {y.shape[0]} labels.")
+            codes.append(self._encode_values(y, i))
+        return np.concatenate(codes).astype(np.int32), offsets
+
+    def _augment(self, X_all, tok_offsets):
+        if not self.bias:
+            return X_all
+        n_tok = X_all.shape[0]
+        first = tok_offsets[:-1]
+        last = tok_offsets[1:] - 1
+        rows = np.concatenate([np.arange(n_tok), first, last])
+        cols = np.concatenate([np.zeros(n_tok, int), np.ones(len(first), int),
+                               np.full(len(last), 2)])
+        extra = sp.csr_matrix((np.ones(rows.shape[0]), (rows, cols)), shape=(n_tok, 3))
+        return sp.hstack([X_all, extra], format="csr")
+
+    def _encode_one(self, y):
+        return self._encode_values(np.asarray(y).ravel(), 0)
+
+    def _decode_one(self, y_codes):
+        return self.classes_[y_codes]
+
+    def _decode_labels(self, y, offsets):
+        labels = self.classes_[y]
+        return [labels[offsets[i]:offsets[i + 1]] for i in range(offsets.shape[0] - 1)]
+
+    # -- smoothed oracles (spec 000 §2.3) --------------------------------------------------
+
+    def _potentials(self, x, y_true, coef):
+        """Loss-augmented unary scores (T x L), transitions and the gold score of one sequence."""
+        problem = self._single(x, y_true)
+        W, theta = problem.split_coef(np.asarray(coef, float))
+        X = sp.csr_matrix((problem.data, problem.indices, problem.indptr),
+                          shape=(problem.tok_offsets[1], problem.n_features))
+        unary = np.asarray(X @ W)
+        trans = theta.reshape(len(self.classes_), len(self.classes_))
+        y = problem.y
+        gold = chain_kernels.score_labeling(np.ascontiguousarray(unary), trans, y)
+        T = unary.shape[0]
+        aug = unary + 1.0 / T
+        aug[np.arange(T), y] -= 1.0 / T
+        return np.ascontiguousarray(aug), trans, gold
+
+    def topk_oracle(self, x, y_true, coef, k):
+        """The ``k`` largest values of ``H(y) = L(y_true, y) + <coef, phi(x,y) - phi(x,y_true)>``
+        with their distinct labelings (``-inf`` padded when fewer than ``k`` exist)."""
+        unary, trans, gold = self._potentials(x, y_true, coef)
+        scores, paths = chain_kernels.topk_viterbi(unary, trans, k)
+        return [self.classes_[p] if p[0] >= 0 else None for p in paths], scores - gold
+
+    def exp_oracle(self, x, y_true, coef, mu):
+        """Entropy-smoothed loss ``mu log sum_y exp(H(y)/mu)`` and its gradient
+        ``E_P[phi(x, y)] - phi(x, y_true)`` (spec 000 Lemma 7(ii), Algo. 3)."""
+        unary, trans, gold = self._potentials(x, y_true, coef)
+        value, node, edge = chain_kernels.forward_backward(unary, trans, mu)
+        problem = self._single(x, y_true)
+        X = sp.csr_matrix((problem.data, problem.indices, problem.indptr),
+                          shape=(problem.tok_offsets[1], problem.n_features))
+        expected = np.concatenate([np.asarray(X.T @ node).ravel(), edge.sum(axis=0).ravel()])
+        return value - gold, expected - self.joint_feature(x, y_true)

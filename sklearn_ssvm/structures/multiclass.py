@@ -1,0 +1,60 @@
+"""Crammer-Singer multi-class SVM as a structure: ``phi(x, y) = x (x) e_y``."""
+import numpy as np
+
+from .._kernels.labelings import MULTICLASS
+from .base import FlatStructure
+
+
+class MulticlassSVM(FlatStructure):
+    """Multi-class classification, one weight vector per class, 0-1 loss (Crammer-Singer).
+
+    The oracle is ``argmax_k [k != y] + <w_k, x>``. ``coef`` is laid out feature-major:
+    ``coef.reshape(n_features, n_classes)[:, k]`` is the weight vector of class ``k``.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    n_features_in_ : int
+    """
+
+    _kind = MULTICLASS
+    _min_classes = 2
+
+    def __init__(self):
+        pass
+
+    @property
+    def _n_codes(self):
+        return len(self.classes_)
+
+    def _check_classes(self, classes):
+        if len(classes) < 2:
+            raise ValueError(f"{type(self).__name__} needs at least 2 classes in y, got "
+                             f"{len(classes)}: {list(classes)}.")
+
+    def _fit_labels(self, Y):
+        Y = np.asarray(Y)
+        if Y.ndim != 1:
+            raise ValueError(f"y must be 1-D, got shape {Y.shape}.")
+        classes = np.unique(Y)
+        self._check_classes(classes)
+        self.classes_ = classes
+
+    def _encode_labels(self, Y, lengths):
+        offsets = np.arange(len(lengths) + 1, dtype=np.int64)
+        if Y is None:
+            return np.zeros(len(lengths), dtype=np.int32), offsets
+        Y = np.asarray(Y)
+        if Y.ndim != 1:
+            raise ValueError(f"y must be 1-D, got shape {Y.shape}.")
+        idx = np.clip(np.searchsorted(self.classes_, Y), 0, len(self.classes_) - 1)
+        bad = np.flatnonzero(self.classes_[idx] != Y)
+        if len(bad):
+            self._encode_values(Y[bad[:1]], int(bad[0]))  # raises, naming the example
+        return idx.astype(np.int32), offsets
+
+    def _encode_one(self, y):
+        return self._encode_values(np.asarray(y).reshape(1), 0)
+
+    def _decode_labels(self, y, offsets):
+        return self.classes_[y]

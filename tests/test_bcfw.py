@@ -1,0 +1,161 @@
+"""BCFW: duality identities, bookkeeping, and agreement with independent solvers."""
+import itertools
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from sklearn.svm import LinearSVC
+
+from sklearn_ssvm import BCFWStructuredSVM, BinarySVM, ChainCRF, MulticlassSVM, MultiLabel
+from sklearn_ssvm.solvers.bcfw import bcfw, certificate, weights
+
+from _brute import all_labelings
+
+
+def chain_data(rng, n=20, n_features=4, n_labels=3, max_len=5):
+    X, Y = [], []
+    W = rng.normal(size=(n_features, n_labels))
+    for i in range(n):
+        T = 1 + i % max_len
+        x = rng.normal(size=(T, n_features))
+        X.append(x)
+        Y.append(np.argmax(x @ W + rng.normal(scale=1.0, size=(T, n_labels)), axis=1))
+    return X, Y
+
+
+@pytest.mark.parametrize("structure", [ChainCRF(), MulticlassSVM(), MultiLabel(pairwise="tree")])
+def test_gap_identities_along_the_run(structure):
+    """sum_i g_i = P(w) - D(alpha) >= 0, block gaps >= 0, w = sum of blocks (spec 002 §11)."""
+    rng = np.random.default_rng(0)
+    if isinstance(structure, ChainCRF):
+        X, Y = chain_data(rng)
+    elif isinstance(structure, MultiLabel):
+        X, Y = rng.normal(size=(30, 4)), rng.integers(0, 2, size=(30, 4))
+    else:
+        X, Y = rng.normal(size=(30, 4)), rng.integers(0, 3, size=30)
+    problem = structure.prepare(X, Y)
+    alpha = 0.1
+    for max_iter in (1, 3, 7):
+        res = bcfw(problem, alpha, max_iter=max_iter, tol=0.0, random_state=1)
+        cert = certificate(problem, res.state, res.coef, alpha)
+        assert np.all(cert.block_gaps >= -1e-12)
+        assert cert.gap == pytest.approx(cert.primal - cert.dual, abs=1e-10)
+        # the incrementally updated w equals w(alpha) recomputed from the label-space state
+        np.testing.assert_allclose(res.coef, weights(problem, res.state, alpha), atol=1e-10)
+        # independent primal: hinge by brute-force enumeration
+        hinge = []
+        for x, y in zip(X, Y):
+            gold = res.coef @ structure.joint_feature(x, y)
+            hinge.append(max(structure.loss(y, z) + res.coef @ structure.joint_feature(x, z)
+                             - gold for z in all_labelings(structure, x)))
+        primal = 0.5 * alpha * res.coef @ res.coef + np.mean(hinge)
+        assert cert.primal == pytest.approx(primal, abs=1e-10)
+
+
+def test_dual_is_monotone():
+    rng = np.random.default_rng(2)
+    X, Y = chain_data(rng)
+    problem = ChainCRF().prepare(X, Y)
+    duals = []
+    res = None
+    for _ in range(6):
+        res = bcfw(problem, 0.05, max_iter=1, tol=0.0, random_state=len(duals),
+                   init=None if res is None else res.state)
+        duals.append(res.certificate.dual)
+    assert np.all(np.diff(duals) >= -1e-12)
+
+
+def qp_chain_optimum(structure, X, Y, alpha):
+    """Independent solution of the n-slack QP (spec 002 (48)) by SLSQP on tiny data."""
+    n = len(X)
+    d = structure.n_params
+    rows = []  # xi_i >= L(y_i, y) + <w, phi(x_i, y) - phi(x_i, y_i)>
+    for i, (x, y) in enumerate(zip(X, Y)):
+        gold = structure.joint_feature(x, y)
+        for z in all_labelings(structure, x):
+            rows.append((i, structure.joint_feature(x, z) - gold, structure.loss(y, z)))
+    A = np.array([r[1] for r in rows])
+    b = np.array([r[2] for r in rows])
+    idx = np.array([r[0] for r in rows])
+
+    def obj(v):
+        return 0.5 * alpha * v[:d] @ v[:d] + v[d:].mean()
+
+    def jac(v):
+        return np.concatenate([alpha * v[:d], np.full(n, 1.0 / n)])
+
+    cons = {"type": "ineq", "fun": lambda v: v[d:][idx] - A @ v[:d] - b,
+            "jac": lambda v: np.hstack([-A, np.eye(n)[idx]])}
+    res = minimize(obj, np.concatenate([np.zeros(d), np.ones(n)]), jac=jac, constraints=[cons],
+                   method="SLSQP", options={"ftol": 1e-12, "maxiter": 500})
+    assert res.success, res.message
+    return res.fun
+
+
+def test_chain_matches_qp_solution():
+    rng = np.random.default_rng(5)
+    X, Y = chain_data(rng, n=6, n_features=2, n_labels=2, max_len=3)
+    alpha = 0.2
+    est = BCFWStructuredSVM(ChainCRF(), alpha=alpha, max_iter=3000, tol=1e-3,
+                            random_state=0).fit(X, Y)
+    p_star = qp_chain_optimum(est.structure_, X, Y, alpha)
+    # weak duality against the independent optimum: D(alpha) <= P* <= P(w) <= D + gap
+    assert est.converged_ and est.duality_gap_ <= 1e-3
+    assert est.dual_objective_ <= p_star + 1e-9
+    assert p_star <= est.primal_objective_ + 1e-9
+    assert est.primal_objective_ - p_star <= est.duality_gap_ + 1e-9
+
+
+def test_binary_matches_linear_svc():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    y = np.sign(X @ rng.normal(size=5) + 0.5 * rng.normal(size=60))
+    alpha = 0.05
+    est = BCFWStructuredSVM(BinarySVM(), alpha=alpha, max_iter=5000, tol=1e-9,
+                            random_state=0).fit(X, y)
+    svc = LinearSVC(loss="hinge", C=1 / (alpha * len(y)), fit_intercept=False, tol=1e-10,
+                    max_iter=200000).fit(X, y)
+    w = svc.coef_.ravel()
+    p_svc = 0.5 * alpha * w @ w + np.maximum(0, 1 - y * (X @ w)).mean()
+    assert est.primal_objective_ == pytest.approx(p_svc, rel=1e-6)
+    np.testing.assert_allclose(est.coef_, w, atol=1e-3)
+
+
+def test_multiclass_matches_crammer_singer():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 4))
+    y = np.argmax(X @ rng.normal(size=(4, 3)) + 0.5 * rng.normal(size=(60, 3)), axis=1)
+    alpha = 0.05
+    est = BCFWStructuredSVM(MulticlassSVM(), alpha=alpha, max_iter=5000, tol=1e-4,
+                            random_state=0).fit(X, y)
+    svc = LinearSVC(multi_class="crammer_singer", C=1 / (alpha * len(y)), fit_intercept=False,
+                    tol=1e-10, max_iter=200000).fit(X, y)
+    w = svc.coef_.T.ravel()  # (n_features, n_classes) feature-major, our layout
+    scores = X @ svc.coef_.T
+    hinge = np.max(scores + (np.arange(3)[None] != y[:, None]), axis=1) - scores[np.arange(60), y]
+    p_svc = 0.5 * alpha * w @ w + hinge.mean()
+    # Frank-Wolfe is sublinear here: sandwich liblinear's optimum with the certificate
+    assert est.converged_
+    assert est.dual_objective_ <= p_svc + 1e-9 <= est.primal_objective_ + 2e-9
+    assert est.primal_objective_ - p_svc <= est.duality_gap_ + 1e-9
+
+
+def test_same_seed_same_coef():
+    rng = np.random.default_rng(3)
+    X, Y = chain_data(rng)
+    a = BCFWStructuredSVM(ChainCRF(), alpha=0.1, max_iter=5, random_state=7).fit(X, Y)
+    b = BCFWStructuredSVM(ChainCRF(), alpha=0.1, max_iter=5, random_state=7).fit(X, Y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert all(h.get("gap", 0) >= 0 for h in a.history_)
+
+
+def test_warm_start_continues():
+    rng = np.random.default_rng(4)
+    X, Y = chain_data(rng)
+    est = BCFWStructuredSVM(ChainCRF(), alpha=0.1, max_iter=2, tol=0.0, random_state=0,
+                            warm_start=True).fit(X, Y)
+    dual0 = est.dual_objective_
+    est.fit(X, Y)
+    assert est.dual_objective_ >= dual0 - 1e-12
+    est.set_params(alpha=0.05).fit(X, Y)  # a new alpha keeps the dual point, gap stays exact
+    assert est.duality_gap_ == pytest.approx(est.primal_objective_ - est.dual_objective_)

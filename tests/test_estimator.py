@@ -1,0 +1,144 @@
+"""scikit-learn conventions of the estimators, and clear errors on bad input."""
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+
+from sklearn_ssvm import BCFWStructuredSVM, BinarySVM, ChainCRF, MulticlassSVM, MultiLabel
+from sklearn_ssvm.feature_extraction import SequenceVectorizer
+
+
+def sequences(rng, n=30, n_features=4, labels=("B-NP", "I-NP", "O")):
+    W = rng.normal(size=(n_features, len(labels)))
+    X, Y = [], []
+    for i in range(n):
+        x = rng.normal(size=(2 + i % 4, n_features))
+        X.append(x)
+        Y.append(np.array(labels)[np.argmax(x @ W, axis=1)])
+    return X, Y
+
+
+@pytest.fixture
+def data():
+    return sequences(np.random.default_rng(0))
+
+
+def test_public_api_and_fitted_attributes(data):
+    X, Y = data
+    est = BCFWStructuredSVM(ChainCRF(), alpha=0.1, max_iter=20, random_state=0).fit(X, Y)
+    assert est.coef_.ndim == 1 and est.coef_.shape == (est.structure_.n_params,)
+    # coef_ @ joint_feature is the score that predict maximises
+    y_pred = est.predict(X[:1])[0]
+    assert est.coef_ @ est.structure_.joint_feature(X[0], y_pred) >= \
+        est.coef_ @ est.structure_.joint_feature(X[0], Y[0]) - 1e-12
+    assert set(est.classes_) == {"B-NP", "I-NP", "O"}
+    assert est.n_iter_ >= 1 and est.duality_gap_ >= 0
+    assert est.structure_.loss(Y[0], Y[0]) == 0
+    assert 0 <= est.score(X, Y) <= 1
+    assert est.n_features_in_ == 4
+    assert {"pass", "oracle_calls", "time"} <= set(est.history_[0])
+
+
+def test_clone_pickle_params(data):
+    X, Y = data
+    est = BCFWStructuredSVM(ChainCRF(bias=False), alpha=0.1, max_iter=5, random_state=0)
+    c = clone(est)
+    assert c.get_params()["structure"].bias is False
+    assert c.get_params()["structure__bias"] is False
+    c.set_params(alpha=0.5, structure__bias=True)
+    assert c.alpha == 0.5 and c.structure.bias
+    est.fit(X, Y)
+    restored = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(restored.coef_, est.coef_)
+    assert [list(p) for p in restored.predict(X)] == [list(p) for p in est.predict(X)]
+    assert not hasattr(clone(est), "coef_")
+
+
+def test_unfitted_raises(data):
+    X, _ = data
+    with pytest.raises(NotFittedError):
+        BCFWStructuredSVM(ChainCRF()).predict(X)
+
+
+def test_grid_search_over_alpha(data):
+    X, Y = data
+    search = GridSearchCV(BCFWStructuredSVM(ChainCRF(), max_iter=5, random_state=0),
+                          {"alpha": [0.01, 1.0]}, cv=3).fit(X, Y)
+    assert search.best_params_["alpha"] in (0.01, 1.0)
+    assert len(search.predict(X)) == len(X)
+
+
+def test_pipeline_with_sequence_vectorizer():
+    rng = np.random.default_rng(1)
+    words = ["the", "cat", "sat", "on", "a", "mat"]
+    tags = {"the": "DET", "a": "DET", "cat": "N", "mat": "N", "sat": "V", "on": "P"}
+    X = [[{"w": w, "bias": 1} for w in rng.choice(words, size=4)] for _ in range(20)]
+    Y = [[tags[t["w"]] for t in s] for s in X]
+    pipe = make_pipeline(SequenceVectorizer(), BCFWStructuredSVM(ChainCRF(), alpha=0.01,
+                                                                 max_iter=30, random_state=0))
+    pipe.fit(X, Y)
+    assert pipe.score(X, Y) == 1.0
+
+
+# -- bad input -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda X, Y: (X, Y[:-1]), "different numbers of examples"),
+    (lambda X, Y: (X[:3] + [np.zeros((0, 4))], Y[:3] + [np.array([])]), "Sequence 3 is empty"),
+    (lambda X, Y: (X[:2] + [np.full((2, 4), np.nan)], Y[:3]), "Sequence 2 contains NaN"),
+    (lambda X, Y: (X[:2] + [np.full((2, 4), np.inf)], Y[:3]), "Sequence 2 contains NaN or inf"),
+    (lambda X, Y: (X[:2] + [X[2]], Y[:2] + [Y[2][:-1]]), "Sequence 2 has 4 tokens but 3"),
+    (lambda X, Y: (X[:3], [np.array(["O"] * len(y)) for y in Y[:3]]), "at least 2 classes"),
+    (lambda X, Y: (X[:2] + [X[2][:, :3]], Y[:3]), "Example 2 has 3 features"),
+    (lambda X, Y: (X[0], Y[0]), "list of"),
+])
+def test_bad_fit_input_raises_and_keeps_previous_fit(data, bad, message):
+    X, Y = data
+    est = BCFWStructuredSVM(ChainCRF(), alpha=0.1, max_iter=3, random_state=0).fit(X, Y)
+    coef = est.coef_.copy()
+    Xb, Yb = bad(X, Y)
+    with pytest.raises(ValueError, match=message):
+        est.fit(Xb, Yb)
+    np.testing.assert_array_equal(est.coef_, coef)
+    assert est.predict(X[:1])[0].shape == X[0].shape[:1]
+
+
+def test_bad_predict_and_score_input(data):
+    X, Y = data
+    est = BCFWStructuredSVM(ChainCRF(), alpha=0.1, max_iter=3, random_state=0).fit(X, Y)
+    with pytest.raises(ValueError, match="Example 1 has 5 features.*fitted with 4"):
+        est.predict([X[0], np.ones((3, 5))])
+    Y_bad = [y.copy() for y in Y[:3]]
+    Y_bad[2] = Y_bad[2].astype(object)
+    Y_bad[2][0] = "B-XX"
+    with pytest.raises(ValueError, match="Example 2 has label 'B-XX' not seen during fit"):
+        est.score(X[:3], Y_bad)
+    with pytest.raises(ValueError, match="alpha"):
+        BCFWStructuredSVM(ChainCRF(), alpha=-1.0).fit(X, Y)
+
+
+def test_flat_structures_bad_input():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(10, 3))
+    with pytest.raises(ValueError, match="exactly 2 classes"):
+        BCFWStructuredSVM(BinarySVM()).fit(X, np.arange(10) % 3)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        BCFWStructuredSVM(MulticlassSVM()).fit(X, np.zeros(10))
+    Xn = X.copy()
+    Xn[4, 1] = np.nan
+    with pytest.raises(ValueError, match="example 4"):
+        BCFWStructuredSVM(MulticlassSVM()).fit(Xn, np.arange(10) % 3)
+    with pytest.raises(ValueError, match="example 4"):
+        BCFWStructuredSVM(MulticlassSVM()).fit(sp.csr_matrix(Xn), np.arange(10) % 3)
+    with pytest.raises(ValueError, match="values other than 0 and 1"):
+        BCFWStructuredSVM(MultiLabel()).fit(X, np.full((10, 2), 2))
+    est = BCFWStructuredSVM(MulticlassSVM(), max_iter=2).fit(X, np.arange(10) % 3)
+    with pytest.raises(ValueError, match="Example 1 has label 7"):
+        est.score(X[:2], np.array([0, 7]))
+    with pytest.raises(ValueError, match="4 features"):
+        est.predict(rng.normal(size=(2, 4)))

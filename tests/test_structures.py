@@ -1,0 +1,140 @@
+"""Every structure's oracles against brute-force enumeration on small instances."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.special import logsumexp
+
+from sklearn_ssvm import BinarySVM, ChainCRF, MulticlassSVM, MultiLabel
+
+from _brute import all_labelings, all_values, brute_max
+
+
+def random_chain_data(rng, n, n_features, labels, max_len=6, sparse=False):
+    X, Y = [], []
+    for i in range(n):
+        T = 1 + i % max_len
+        x = rng.normal(size=(T, n_features))
+        X.append(sp.csr_matrix(x) if sparse and i % 2 else x)
+        Y.append(rng.choice(labels, size=T))
+    for k, label in enumerate(labels):  # make sure every label is seen
+        Y[-1 - k % len(Y)][0] = label
+    return X, Y
+
+
+def flat_data(rng, structure, n=12, n_features=3):
+    X = rng.normal(size=(n, n_features))
+    if isinstance(structure, MultiLabel):
+        Y = rng.integers(0, 2, size=(n, 4))
+    elif isinstance(structure, BinarySVM):
+        Y = np.array(["neg", "pos"] * (n // 2))
+    else:
+        Y = np.arange(n) % 3
+    return X, Y
+
+
+@pytest.mark.parametrize("n_labels", [2, 3, 4])
+@pytest.mark.parametrize("bias", [True, False])
+def test_chain_max_oracle_and_decode_match_enumeration(n_labels, bias):
+    rng = np.random.default_rng(n_labels)
+    labels = np.array(["B-NP", "I-NP", "O", "B-VP"][:n_labels])
+    X, Y = random_chain_data(rng, 6, 3, labels, sparse=True)
+    s = ChainCRF(bias=bias)
+    s.prepare(X, Y)
+    assert list(s.classes_) == sorted(labels)
+    for x, y in zip(X, Y):
+        coef = rng.normal(size=s.n_params)
+        assert s.joint_feature(x, y).shape == (s.n_params,)
+        y_star, value = s.max_oracle(x, y, coef)
+        best, _ = brute_max(s, x, y, coef)
+        assert value == pytest.approx(best, abs=1e-10)
+        # the returned labeling attains the value
+        gold = coef @ s.joint_feature(x, y)
+        assert s.loss(y, y_star) + coef @ s.joint_feature(x, y_star) - gold == \
+            pytest.approx(best, abs=1e-10)
+        _, y_dec = brute_max(s, x, None, coef, augment=False)
+        np.testing.assert_array_equal(s.decode(x, coef), y_dec)
+
+
+def test_chain_loss_is_normalised_hamming():
+    s = ChainCRF()
+    s.prepare([np.ones((3, 1))], [np.array([0, 1, 1])])
+    assert s.loss([0, 1, 1], [0, 1, 1]) == 0.0
+    assert s.loss([0, 1, 1], [1, 1, 0]) == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 40])
+def test_chain_topk_oracle_matches_enumeration(k):
+    rng = np.random.default_rng(k)
+    X, Y = random_chain_data(rng, 5, 2, np.array([0, 1, 2]), max_len=4)
+    s = ChainCRF()
+    s.prepare(X, Y)
+    for x, y in zip(X, Y):
+        coef = rng.normal(size=s.n_params)
+        ys, vals = all_values(s, x, y, coef)
+        order = np.argsort(-vals, kind="stable")
+        paths, scores = s.topk_oracle(x, y, coef, k)
+        m = min(k, len(ys))
+        np.testing.assert_allclose(scores[:m], vals[order[:m]], atol=1e-10)
+        assert np.all(np.isneginf(scores[m:]))
+        seen = {tuple(p) for p in paths[:m]}
+        assert len(seen) == m
+        gold = coef @ s.joint_feature(x, y)
+        for p, v in zip(paths[:m], scores[:m]):
+            assert s.loss(y, p) + coef @ s.joint_feature(x, p) - gold == pytest.approx(v)
+
+
+@pytest.mark.parametrize("mu", [0.1, 1.0, 3.0])
+def test_chain_exp_oracle_matches_enumeration(mu):
+    rng = np.random.default_rng(7)
+    X, Y = random_chain_data(rng, 5, 2, np.array([0, 1, 2]), max_len=4)
+    s = ChainCRF()
+    s.prepare(X, Y)
+    for x, y in zip(X, Y):
+        coef = rng.normal(size=s.n_params)
+        ys, vals = all_values(s, x, y, coef)
+        value, grad = s.exp_oracle(x, y, coef, mu)
+        assert value == pytest.approx(mu * logsumexp(vals / mu), abs=1e-10)
+        p = np.exp(vals / mu - logsumexp(vals / mu))
+        expected = sum(pi * s.joint_feature(x, yy) for pi, yy in zip(p, ys))
+        np.testing.assert_allclose(grad, expected - s.joint_feature(x, y), atol=1e-10)
+
+
+@pytest.mark.parametrize("structure", [BinarySVM(), MulticlassSVM(), MultiLabel(),
+                                       MultiLabel(pairwise="tree"), MultiLabel(pairwise="full")])
+def test_flat_oracles_match_enumeration(structure):
+    rng = np.random.default_rng(3)
+    X, Y = flat_data(rng, structure)
+    structure.prepare(X, Y)
+    for x, y in zip(X, Y):
+        coef = rng.normal(size=structure.n_params)
+        assert structure.joint_feature(x, y).shape == (structure.n_params,)
+        assert structure.loss(y, y) == 0.0
+        y_star, value = structure.max_oracle(x, y, coef)
+        best, _ = brute_max(structure, x, y, coef)
+        assert value == pytest.approx(best, abs=1e-10)
+        gold = coef @ structure.joint_feature(x, y)
+        assert (structure.loss(y, y_star) + coef @ structure.joint_feature(x, y_star) - gold
+                == pytest.approx(best, abs=1e-10))
+        _, y_dec = brute_max(structure, x, None, coef, augment=False)
+        np.testing.assert_array_equal(structure.decode(x, coef), y_dec)
+
+
+def test_binary_hinge_is_the_svm_hinge():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8, 3))
+    y = np.array([-1, 1] * 4)
+    s = BinarySVM()
+    problem = s.prepare(X, y)
+    w = rng.normal(size=3)
+    np.testing.assert_allclose(problem.hinge_losses(w), np.maximum(0, 1 - y * (X @ w)))
+
+
+def test_multilabel_tree_is_a_spanning_tree():
+    rng = np.random.default_rng(1)
+    Y = rng.integers(0, 2, size=(50, 6))
+    Y[:, 1] = Y[:, 0]  # strongly dependent pair must be an edge
+    s = MultiLabel(pairwise="tree")
+    s.prepare(rng.normal(size=(50, 2)), Y)
+    assert s.edges_.shape == (5, 2)
+    assert {0, 1} in [set(e) for e in s.edges_]
+    assert len(all_labelings(s, np.zeros(2))) == 64
