@@ -159,3 +159,42 @@ def test_warm_start_continues():
     assert est.dual_objective_ >= dual0 - 1e-12
     est.set_params(alpha=0.05).fit(X, Y)  # a new alpha keeps the dual point, gap stays exact
     assert est.duality_gap_ == pytest.approx(est.primal_objective_ - est.dual_objective_)
+
+
+def test_weighted_averaging_is_the_weighted_mean_of_iterates():
+    """w_bar^(K) = sum_k k w^(k) / (K(K+1)/2) over steps (spec 002 §2), and its gap is exact."""
+    rng = np.random.default_rng(6)
+    X, Y = chain_data(rng, n=7)
+    problem = ChainCRF().prepare(X, Y)
+    alpha = 0.1
+    # one step per call: the k-th call's iterate is w^(k)
+    from sklearn_ssvm._kernels.bcfw import bcfw_pass
+    from sklearn_ssvm.solvers.bcfw import DualState
+    state = DualState.at_labels(problem)
+    averages = DualState.zeros_like(state)
+    coef = np.zeros(problem.n_params)
+    W, theta = problem.split_coef(coef)
+    gram, gram_off = problem.gram
+    blocks = rng.integers(0, problem.n_samples, size=25)
+    total = np.zeros_like(coef)
+    for k, i in enumerate(blocks, start=1):
+        bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, state.M,
+                  state.Q, state.ell_blocks, alpha, np.array([i]), np.zeros(problem.n_samples),
+                  k - 1, averages.M, averages.Q, averages.ell_blocks)
+        total += k * coef
+    K = len(blocks)
+    mean = total / (K * (K + 1) / 2)
+    averaged = state.minus(averages, 2.0 / (K * (K + 1)))
+    np.testing.assert_allclose(weights(problem, averaged, alpha), mean, atol=1e-10)
+    cert = certificate(problem, averaged, mean, alpha)
+    assert cert.gap >= -1e-12 and np.all(cert.block_gaps >= -1e-12)
+    assert cert.gap == pytest.approx(cert.primal - cert.dual, abs=1e-10)
+
+
+def test_averaging_estimator_certifies_the_average():
+    rng = np.random.default_rng(8)
+    X, Y = chain_data(rng)
+    est = BCFWStructuredSVM(ChainCRF(), alpha=0.1, max_iter=20, averaging=True, tol=0.0,
+                            random_state=0).fit(X, Y)
+    assert est.primal_objective(X, Y) == pytest.approx(est.primal_objective_)
+    assert est.duality_gap_ == pytest.approx(est.primal_objective_ - est.dual_objective_)

@@ -15,12 +15,19 @@ from .sparse import add_outer_into, gram_quadratic, unary_scores_into
 
 @njit(cache=True, nogil=True)
 def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, gram,
-              gram_off, W, theta, M, Q, ell_blocks, lam, blocks, gap_estimates):
+              gram_off, W, theta, M, Q, ell_blocks, lam, blocks, gap_estimates, step0, VM, VQ,
+              Vell):
     """Visit ``blocks`` in order, one Frank-Wolfe step with exact line search on each.
 
     Updates ``W, theta, M, Q, ell_blocks`` in place and stores each visited block's gap
     ``g_i`` (computed before its step, Alg. 1 line 6) in ``gap_estimates``. Returns the change
     of ``ell = sum_i ell_i``.
+
+    Weighted averaging (Lacoste-Julien et al. 2013, iterates weighted by their step index k):
+    when ``VM`` has rows, the change ``Delta_k`` of the dual state made at global step
+    ``k = step0 + b + 1`` is accumulated as ``V += (k - 1) k / 2 * Delta_k``, so that the average
+    ``sum_k k state_k / (K (K + 1) / 2)`` is ``state_K - V / (K (K + 1) / 2)`` at any time,
+    for O(T_i C) work per step. The averaged dual point is feasible, so its gap is exact.
     """
     n = tok_off.shape[0] - 1
     C = W.shape[1]
@@ -34,6 +41,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     iwork = np.empty(oracle_iwork_size(kind, max_T, C), dtype=np.int32)
     lam_n = lam * n
     ell_change = 0.0
+    averaging = VM.shape[0] > 0
     for b in range(blocks.shape[0]):
         i = blocks[b]
         t0 = tok_off[i]
@@ -78,4 +86,13 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         d_ell = gamma * (ell_s - ell_blocks[i])
         ell_blocks[i] += d_ell
         ell_change += d_ell
+        if averaging:
+            k = float(step0 + b + 1)
+            weight = (k - 1.0) * k / 2.0
+            for t in range(T):
+                for c in range(C):
+                    VM[t0 + t, c] += weight * gamma * D[t, c]
+            for j in range(p):
+                VQ[i, j] += weight * gamma * dq[j]
+            Vell[i] += weight * d_ell
     return ell_change

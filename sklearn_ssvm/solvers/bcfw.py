@@ -31,8 +31,22 @@ class DualState:
                                  problem.node_offsets, problem.n_codes, problem.n_pair)
         return cls(M, Q, np.zeros(problem.n_samples))
 
+    @classmethod
+    def zeros_like(cls, other, rows=True):
+        """All-zero state of the same shape (``rows=False``: zero rows, i.e. disabled)."""
+        if not rows:
+            return cls(np.zeros((0, other.M.shape[1])), np.zeros((0, other.Q.shape[1])),
+                       np.zeros(0))
+        return cls(np.zeros_like(other.M), np.zeros_like(other.Q),
+                   np.zeros_like(other.ell_blocks))
+
     def copy(self):
         return DualState(self.M.copy(), self.Q.copy(), self.ell_blocks.copy())
+
+    def minus(self, other, scale):
+        """``self - scale * other``, entry by entry."""
+        return DualState(self.M - scale * other.M, self.Q - scale * other.Q,
+                         self.ell_blocks - scale * other.ell_blocks)
 
 
 @dataclass
@@ -70,14 +84,15 @@ class BCFWResult:
     coef: np.ndarray
     state: DualState
     certificate: Certificate
+    certified_state: DualState
     n_iter: int
     n_oracle_calls: int
     converged: bool
     history: list
 
 
-def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, random_state=None,
-         init=None, n_jobs=None, verbose=0):
+def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, averaging=False,
+         random_state=None, init=None, n_jobs=None, verbose=0):
     """Minimise ``alpha/2 ||w||^2 + mean_i H~_i(w)`` by block-coordinate Frank-Wolfe.
 
     Each pass makes ``n`` steps on blocks drawn uniformly at random, each with the exact line
@@ -97,6 +112,10 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, random_state=N
         Target exact duality gap, on the scale of eq. (1).
     gap_check : int
         Passes between exact gap computations (the paper's 10).
+    averaging : bool
+        Return (and certify) the weighted average of the iterates, iterate ``k`` weighted by
+        ``k`` (Lacoste-Julien et al. 2013). The averaged dual point is feasible, so its
+        duality gap is exact too.
     random_state : numpy Generator, int or None
     init : DualState or None
         Warm start from this dual point (its ``w`` is recomputed at ``alpha``).
@@ -108,6 +127,8 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, random_state=N
     Returns
     -------
     BCFWResult
+        ``coef`` and ``certificate`` belong to the certified point (the average with
+        ``averaging``), ``state`` is the last iterate (to warm start from).
     """
     rng = np.random.default_rng(random_state)
     n = problem.n_samples
@@ -116,6 +137,8 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, random_state=N
     W, theta = problem.split_coef(coef)
     gram, gram_off = problem.gram
     estimates = np.full(n, np.inf)
+    averages = DualState.zeros_like(state, rows=averaging)
+    certified = state
     clock = Clock()
     history = []
     calls = 0
@@ -125,15 +148,23 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, random_state=N
         for it in range(1, max_iter + 1):
             blocks = rng.integers(0, n, size=n)
             bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta,
-                      state.M, state.Q, state.ell_blocks, alpha, blocks, estimates)
+                      state.M, state.Q, state.ell_blocks, alpha, blocks, estimates,
+                      (it - 1) * n, averages.M, averages.Q, averages.ell_blocks)
             calls += n
             record = {"pass": it, "oracle_calls": calls, "gap_estimate": estimates.sum()}
             if (it % gap_check == 0 or it == max_iter
                     or estimates.sum() <= HEURISTIC_EXIT * tol):
                 coef[:] = weights(problem, state, alpha)  # resync: incremental updates drift
-                cert = certificate(problem, state, coef, alpha)
+                if averaging:
+                    steps = it * n
+                    certified = state.minus(averages, 2.0 / (steps * (steps + 1.0)))
+                    certified_coef = weights(problem, certified, alpha)
+                else:
+                    certified, certified_coef = state, coef
+                cert = certificate(problem, certified, certified_coef, alpha)
                 calls += n
-                estimates[:] = np.maximum(cert.block_gaps, 0.0)
+                if not averaging:
+                    estimates[:] = np.maximum(cert.block_gaps, 0.0)
                 record.update(oracle_calls=calls, primal=cert.primal, dual=cert.dual,
                               gap=cert.gap)
                 converged = cert.gap <= tol
@@ -143,5 +174,6 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, random_state=N
             bar.update()
             if converged:
                 break
-    return BCFWResult(coef=coef, state=state, certificate=cert, n_iter=it,
+    return BCFWResult(coef=certified_coef.copy(), state=state, certificate=cert,
+                      certified_state=certified, n_iter=it,
                       n_oracle_calls=calls, converged=converged, history=history)

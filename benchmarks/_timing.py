@@ -1,0 +1,20 @@
+"""Timing helpers for the benchmarks: medians of repeats, CPU beside wall seconds."""
+import statistics
+import time
+
+
+def timed(fn, repeats=5):
+    """Run ``fn`` once (compilation or cache load, reported apart), then ``repeats`` times.
+
+    Returns ``(first_wall, median_wall, median_cpu, result)``.
+    """
+    t = time.perf_counter()
+    result = fn()
+    first = time.perf_counter() - t
+    walls, cpus = [], []
+    for _ in range(repeats):
+        w, c = time.perf_counter(), time.process_time()
+        result = fn()
+        walls.append(time.perf_counter() - w)
+        cpus.append(time.process_time() - c)
+    return first, statistics.median(walls), statistics.median(cpus), result
