@@ -1,0 +1,258 @@
+"""Metrics for sequence labelling: token accuracy and conlleval-exact chunk F1."""
+
+from collections import Counter
+
+import numpy as np
+
+__all__ = [
+    "token_accuracy",
+    "extract_chunks",
+    "chunk_precision_recall_f1",
+    "chunk_f1_score",
+]
+
+_SCHEME_PREFIXES = {"iob": frozenset("BI"), "iobes": frozenset("BIES")}
+
+
+def _check_sequences(Y_true, Y_pred):
+    """Check two lists of sequences are aligned; return them as lists."""
+    Y_true = list(Y_true)
+    Y_pred = list(Y_pred)
+    if len(Y_true) != len(Y_pred):
+        raise ValueError(
+            "Y_true has %d sequences but Y_pred has %d" % (len(Y_true), len(Y_pred))
+        )
+    for i, (yt, yp) in enumerate(zip(Y_true, Y_pred)):
+        if len(yt) != len(yp):
+            raise ValueError(
+                "sequence %d has %d true labels but %d predicted labels"
+                % (i, len(yt), len(yp))
+            )
+    return Y_true, Y_pred
+
+
+def token_accuracy(Y_true, Y_pred):
+    """Fraction of correctly labelled tokens over all tokens of all sequences.
+
+    Parameters
+    ----------
+    Y_true : list of array-like of shape (n_tokens_i,)
+        True labels of each sequence (ints or strings).
+    Y_pred : list of array-like of shape (n_tokens_i,)
+        Predicted labels, aligned with ``Y_true``.
+
+    Returns
+    -------
+    accuracy : float
+        Number of tokens whose predicted label equals the true one, divided
+        by the total number of tokens (every token weighs the same, so long
+        sequences weigh more than short ones).
+
+    Raises
+    ------
+    ValueError
+        If the numbers of sequences differ, if sequence ``i`` has different
+        lengths in ``Y_true`` and ``Y_pred`` (the message names ``i``), or
+        if there is no token at all.
+
+    Examples
+    --------
+    >>> from sklearn_ssvm.metrics import token_accuracy
+    >>> token_accuracy([[0, 1, 1], [2]], [[0, 1, 0], [2]])
+    0.75
+    """
+    Y_true, Y_pred = _check_sequences(Y_true, Y_pred)
+    n_tokens = sum(len(y) for y in Y_true)
+    if n_tokens == 0:
+        raise ValueError("token_accuracy needs at least one token")
+    correct = 0
+    for yt, yp in zip(Y_true, Y_pred):
+        if len(yt):
+            correct += int(np.count_nonzero(np.asarray(yt) == np.asarray(yp)))
+    return correct / n_tokens
+
+
+def _split_tag(tag, scheme, allowed, where):
+    """Split 'B-NP' into ('B', 'NP'); 'O' into ('O', '')."""
+    if not isinstance(tag, str):
+        raise ValueError(
+            "chunk tags must be strings such as 'B-NP' or 'O', got %r %s" % (tag, where)
+        )
+    if tag == "O":
+        return "O", ""
+    prefix, sep, chunk_type = tag.partition("-")
+    if not sep or prefix not in allowed or not chunk_type:
+        raise ValueError(
+            "invalid tag %r %s for scheme=%r: expected 'O' or one of %s followed by "
+            "'-TYPE'" % (tag, where, scheme, "/".join(sorted(allowed)))
+        )
+    return prefix, chunk_type
+
+
+def _check_scheme(scheme):
+    try:
+        return _SCHEME_PREFIXES[scheme]
+    except (KeyError, TypeError):
+        raise ValueError(
+            "scheme must be one of %s, got %r" % (sorted(_SCHEME_PREFIXES), scheme)
+        ) from None
+
+
+def extract_chunks(tags, scheme="iob", *, _where=""):
+    """Return the chunks of one tagged sentence, as conlleval delimits them.
+
+    A chunk of type ``X`` starts at a token tagged ``B-X`` or ``S-X``, or
+    at an ``I-X`` / ``E-X`` token that does not continue a chunk of type
+    ``X`` (first token of the sentence, after ``O``, after a chunk of another
+    type, or after the end ``E-X`` / ``S-X`` of the previous chunk). A chunk
+    ends before the next token that starts a chunk or is ``O``, after an
+    ``E-X`` / ``S-X`` token, and at the end of the sentence. These are the
+    rules of the CoNLL ``conlleval`` script, so IOB1 (``I-X`` opens a chunk
+    after ``O``) and IOB2 (every chunk opens with ``B-X``) are both read
+    correctly under ``scheme="iob"``, and IOBES under ``scheme="iobes"``.
+
+    Parameters
+    ----------
+    tags : sequence of str
+        The tags of one sentence, e.g. ``['B-NP', 'I-NP', 'O']``.
+    scheme : {"iob", "iobes"}, default="iob"
+        Allowed tag prefixes: B/I (and O) for "iob", B/I/E/S (and O) for
+        "iobes". A tag outside the scheme raises ValueError.
+
+    Returns
+    -------
+    chunks : list of tuple (str, int, int)
+        ``(type, start, end)`` of each chunk in order, ``end`` exclusive
+        (``tags[start:end]`` is the chunk).
+
+    Examples
+    --------
+    >>> from sklearn_ssvm.metrics import extract_chunks
+    >>> extract_chunks(['B-NP', 'I-NP', 'O', 'I-VP', 'B-VP', 'I-NP'])
+    [('NP', 0, 2), ('VP', 3, 4), ('VP', 4, 5), ('NP', 5, 6)]
+    """
+    allowed = _check_scheme(scheme)
+    chunks = []
+    start = None  # start of the open chunk, None when outside any chunk
+    open_type = ""
+    closes_after = False  # the previous token was E- or S-: its chunk is over
+    for t, tag in enumerate(tags):
+        prefix, chunk_type = _split_tag(tag, scheme, allowed, _where + "at position %d" % t)
+        continues = (
+            start is not None
+            and not closes_after
+            and prefix in ("I", "E")
+            and chunk_type == open_type
+        )
+        if start is not None and not continues:
+            chunks.append((open_type, start, t))
+            start = None
+        if prefix != "O" and not continues:
+            start, open_type = t, chunk_type
+        closes_after = prefix in ("E", "S")
+    if start is not None:
+        chunks.append((open_type, start, len(tags)))
+    return chunks
+
+
+def _prf(n_correct, n_pred, n_true):
+    precision = n_correct / n_pred if n_pred else 0.0
+    recall = n_correct / n_true if n_true else 0.0
+    denom = precision + recall
+    f1 = 2.0 * precision * recall / denom if denom else 0.0
+    return precision, recall, f1
+
+
+def chunk_precision_recall_f1(Y_true, Y_pred, *, scheme="iob", average="micro"):
+    """Chunk-level precision, recall and F1, counted exactly as ``conlleval``.
+
+    Chunks are delimited per sentence by :func:`extract_chunks` (they never
+    cross sentence boundaries). A predicted chunk is correct when a true
+    chunk has the same type, start and end.
+
+    Parameters
+    ----------
+    Y_true : list of sequence of str
+        True tags of each sentence, e.g. ``[['B-NP', 'I-NP', 'O'], ...]``.
+    Y_pred : list of sequence of str
+        Predicted tags, aligned with ``Y_true``.
+    scheme : {"iob", "iobes"}, default="iob"
+        Tagging scheme; "iob" reads both IOB1 and IOB2.
+    average : {"micro"} or None, default="micro"
+        "micro" pools the chunks of all types. None reports each type.
+
+    Returns
+    -------
+    precision, recall, f1 : float
+        If ``average="micro"``: correct / predicted chunks, correct / true
+        chunks and their harmonic mean, all in [0, 1]. As in conlleval, a
+        ratio whose denominator is 0 is 0 (no predicted chunk gives
+        precision 0, no true chunk gives recall 0) and F1 is 0 when
+        precision + recall is 0 -- in particular F1 is 0, not 1, when
+        neither side has any chunk.
+    per_type : dict
+        If ``average=None``: maps each chunk type found in ``Y_true`` or
+        ``Y_pred`` (sorted) to ``(precision, recall, f1, support)``, support
+        being the number of true chunks of that type.
+
+    Raises
+    ------
+    ValueError
+        If the sequences are misaligned (the message names the sequence), a
+        tag is invalid for the scheme, or ``average`` is unknown.
+
+    Examples
+    --------
+    >>> from sklearn_ssvm.metrics import chunk_precision_recall_f1
+    >>> y_true = [['B-NP', 'I-NP', 'O', 'B-VP']]
+    >>> y_pred = [['B-NP', 'B-NP', 'O', 'B-VP']]
+    >>> chunk_precision_recall_f1(y_true, y_pred)  # 1 of 3 predicted chunks right
+    (0.3333333333333333, 0.5, 0.4)
+    """
+    if average not in ("micro", None):
+        raise ValueError("average must be 'micro' or None, got %r" % (average,))
+    _check_scheme(scheme)
+    Y_true, Y_pred = _check_sequences(Y_true, Y_pred)
+    n_true, n_pred, n_correct = Counter(), Counter(), Counter()
+    for i, (yt, yp) in enumerate(zip(Y_true, Y_pred)):
+        true_chunks = extract_chunks(yt, scheme, _where="in Y_true[%d] " % i)
+        pred_chunks = extract_chunks(yp, scheme, _where="in Y_pred[%d] " % i)
+        n_true.update(c[0] for c in true_chunks)
+        n_pred.update(c[0] for c in pred_chunks)
+        n_correct.update(c[0] for c in set(true_chunks).intersection(pred_chunks))
+    if average == "micro":
+        return _prf(sum(n_correct.values()), sum(n_pred.values()), sum(n_true.values()))
+    return {
+        t: _prf(n_correct[t], n_pred[t], n_true[t]) + (n_true[t],)
+        for t in sorted(set(n_true) | set(n_pred))
+    }
+
+
+def chunk_f1_score(Y_true, Y_pred, *, scheme="iob"):
+    """Micro-averaged chunk F1 in [0, 1], exactly as the ``conlleval`` script.
+
+    Multiply by 100 to compare with the "FB1" figure conlleval prints. See
+    :func:`chunk_precision_recall_f1` for the chunk rules and the
+    zero-denominator conventions (F1 is 0 when nothing is predicted or
+    nothing is true).
+
+    Parameters
+    ----------
+    Y_true : list of sequence of str
+        True tags of each sentence.
+    Y_pred : list of sequence of str
+        Predicted tags, aligned with ``Y_true``.
+    scheme : {"iob", "iobes"}, default="iob"
+        Tagging scheme; "iob" reads both IOB1 and IOB2.
+
+    Returns
+    -------
+    f1 : float
+
+    Examples
+    --------
+    >>> from sklearn_ssvm.metrics import chunk_f1_score
+    >>> chunk_f1_score([['B-NP', 'I-NP', 'O']], [['B-NP', 'I-NP', 'O']])
+    1.0
+    """
+    return chunk_precision_recall_f1(Y_true, Y_pred, scheme=scheme)[2]
