@@ -22,7 +22,7 @@ from sklearn_ssvm import BCFWStructuredSVM, ChainCRF
 from sklearn_ssvm._kernels.bcfw import bcfw_pass
 from sklearn_ssvm._kernels.chain import forward_backward, topk_viterbi
 from sklearn_ssvm._kernels.sparse import unary_scores_into
-from sklearn_ssvm.datasets import load_ocr_letters
+from sklearn_ssvm.datasets import load_ocr_letters, split_folds
 from sklearn_ssvm.solvers.bcfw import DualState
 
 from _timing import timed
@@ -61,10 +61,7 @@ def main():
     args = parser.parse_args()
     numba.set_num_threads(1)
 
-    ocr = load_ocr_letters()
-    train = ocr.folds != 0
-    X = [x for x, t in zip(ocr.data, train) if t]
-    Y = [y for y, t in zip(ocr.target, train) if t]
+    X, _, Y, _ = split_folds(load_ocr_letters(), test_fold=0)
     structure = ChainCRF()
     problem = structure.prepare(X, Y)
     n = problem.n_samples

@@ -16,14 +16,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF  # noqa: E402
-from sklearn_ssvm.datasets import load_ocr_letters  # noqa: E402
+from sklearn_ssvm.datasets import load_ocr_letters, split_folds  # noqa: E402
 
-ocr = load_ocr_letters()
-train = ocr.folds != 0
-X_train = [x for x, t in zip(ocr.data, train) if t]
-Y_train = [y for y, t in zip(ocr.target, train) if t]
-X_test = [x for x, t in zip(ocr.data, train) if not t]
-Y_test = [y for y, t in zip(ocr.target, train) if not t]
+X_train, X_test, Y_train, Y_test = split_folds(load_ocr_letters(), test_fold=0)
 
 fig, (ax_pass, ax_time) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
 for averaging in (False, True):

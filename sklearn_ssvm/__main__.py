@@ -9,14 +9,7 @@ import time
 import numpy as np
 
 from . import BCFWStructuredSVM, ChainCRF
-from .datasets import load_ocr_letters
-
-
-def _split(ocr):
-    train = ocr.folds != 0
-    pick = lambda seq, mask: [s for s, m in zip(seq, mask) if m]  # noqa: E731
-    return (pick(ocr.data, train), pick(ocr.target, train), pick(ocr.data, ~train),
-            pick(ocr.target, ~train), ocr.words[~train])
+from .datasets import load_ocr_letters, split_folds
 
 
 def main(argv=None):
@@ -29,7 +22,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     ocr = load_ocr_letters()
-    X_train, Y_train, X_test, Y_test, test_words = _split(ocr)
+    X_train, X_test, Y_train, Y_test = split_folds(ocr, test_fold=0)
     print(f"OCR letters (Taskar et al. 2003): {len(X_train)} training words, "
           f"{len(X_test)} test words, 26 letters, 16x8 pixels.")
 

@@ -2,16 +2,11 @@
 import numpy as np
 
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF
-from sklearn_ssvm.datasets import load_ocr_letters
+from sklearn_ssvm.datasets import load_ocr_letters, split_folds
 
 
 def test_ocr_large_reaches_certified_gap_and_test_error():
-    ocr = load_ocr_letters()
-    train = ocr.folds != 0
-    X = [x for x, t in zip(ocr.data, train) if t]
-    Y = [y for y, t in zip(ocr.target, train) if t]
-    X_test = [x for x, t in zip(ocr.data, train) if not t]
-    Y_test = [y for y, t in zip(ocr.target, train) if not t]
+    X, X_test, Y, Y_test = split_folds(load_ocr_letters(), test_fold=0)
     assert len(X) == 6251 and len(X_test) == 626
     est = BCFWStructuredSVM(ChainCRF(), alpha=0.01, tol=0.01, random_state=0).fit(X, Y)
     assert est.converged_ and est.duality_gap_ < 0.01

@@ -1,13 +1,14 @@
 """Data sets: the bundled OCR letters, loaders for shared files, synthetic generators.
 
-- :func:`load_ocr_letters` -- handwritten words, bundled with the package.
+- :func:`load_ocr_letters` -- handwritten words, bundled with the package;
+  :func:`split_folds` splits it by fold.
 - :func:`load_scene` -- multi-label scene classification, read from a given file.
 - :func:`read_conll` -- CoNLL column files (e.g. CoNLL-2000 chunking), plain or gzip.
 - :func:`make_chain_data` -- a synthetic sequence labelling problem.
 """
 
-from ._base import load_ocr_letters, load_scene
+from ._base import load_ocr_letters, load_scene, split_folds
 from ._conll import read_conll
 from ._samples_generator import make_chain_data
 
-__all__ = ["load_ocr_letters", "load_scene", "read_conll", "make_chain_data"]
+__all__ = ["load_ocr_letters", "load_scene", "read_conll", "make_chain_data", "split_folds"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils import Bunch
 
-__all__ = ["load_ocr_letters", "load_scene"]
+__all__ = ["load_ocr_letters", "load_scene", "split_folds"]
 
 _OCR_FILE = "ocr_letters.npz"
 _OCR_N_PIXELS = 128  # 16 x 8 binary image, row-major
@@ -154,6 +154,33 @@ def load_ocr_letters(*, return_X_y=False):
         target_names=[chr(ord("a") + k) for k in range(26)],
         DESCR=_read_descr("ocr_letters.rst"),
     )
+
+
+def split_folds(dataset, test_fold=0):
+    """Split a data set with ``folds`` into training and test lists by fold.
+
+    Parameters
+    ----------
+    dataset : Bunch
+        With ``data``, ``target`` (lists, one entry per example) and ``folds``.
+    test_fold : int, default=0
+        The fold held out. ``test_fold=0`` on the OCR letters gives "OCR-large" (6,251
+        training words, 626 test words).
+
+    Returns
+    -------
+    X_train, X_test, Y_train, Y_test : lists
+        In the order of :func:`sklearn.model_selection.train_test_split`.
+    """
+    test = np.asarray(dataset.folds) == test_fold
+    if not test.any():
+        raise ValueError(f"No example is in fold {test_fold}.")
+
+    def pick(seq, mask):
+        return [item for item, keep in zip(seq, mask) if keep]
+
+    return (pick(dataset.data, ~test), pick(dataset.data, test), pick(dataset.target, ~test),
+            pick(dataset.target, test))
 
 
 def load_scene(path=None):
