@@ -1,75 +1,115 @@
-"""Chain dynamic programs (Viterbi, top-K Viterbi, forward-backward), one recursion, many semirings.
+"""Chain dynamic programs (Viterbi, top-K Viterbi, forward-backward): one recursion, many semirings.
 
 A chain of length ``T`` over ``L`` labels scores a labeling ``y`` as
 
     score(y) = sum_t unary[t, y_t] + sum_{t >= 1} trans[y_{t-1}, y_t].
 
-All three inference problems are the same forward recursion (spec 000, Sec. 2.3)
+Viterbi, top-K Viterbi and forward-backward are one forward recursion (spec 000, Sec. 2.3)
 
-    alpha_0(s)  = unary[0, s]
-    alpha_t(s)  = unary[t, s]  (x)  (+)_{s'} [ alpha_{t-1}(s')  (x)  trans[s', s] ]
+    alpha_0(s) = unary[0, s]
+    alpha_t(s) = unary[t, s]  (x)  (+)_{s'} [ alpha_{t-1}(s')  (x)  trans[s', s] ]
 
-over different semirings, and only the semiring "matrix-vector product" ``(+)_{s'}`` differs:
+over different semirings; only the semiring "matrix-vector product" ``(+)_{s'}`` differs
+(``_semiring_matvec``):
 
-* max-plus (Viterbi): ``(+) = max``, one value per state, with an argmax backpointer;
-* K-best max-plus (top-K Viterbi): a state holds a sorted list of its ``K`` best prefix scores,
-  ``(+)`` keeps the ``K`` best of the union of the lists, with ``(prev_label, rank)`` backpointers
-  (spec 000, Algo. 2 and pitfall 4: distinct paths need the rank, not just the score);
-* log-sum-exp at temperature ``mu`` (forward-backward): ``(+)_i z_i = mu log sum_i exp(z_i / mu)``,
-  computed max-shifted, in score units.
+* ``MAX_PLUS`` (Viterbi): ``(+) = max``, one value per state. No backpointers are stored: the
+  argmax is recomputed along the decoded path only (``O(T L)`` instead of ``O(T L^2)``
+  compare-and-store), which keeps the hot loop a branch-free, vectorisable max.
+* ``KBEST`` (top-K Viterbi, Algo. 2): a state holds the sorted list of its K best prefix scores;
+  ``(+)`` keeps the K best of the union of the lists with ``(prev_label, rank)`` backpointers
+  (pitfall 4: distinct paths need the rank, not only the score).
+* ``LOG_SUM_EXP`` (forward-backward): ``(+)_i z_i = mu log sum_i exp(z_i / mu)``, in score units,
+  always max-shifted (pitfall 1). ``_semiring_prepare`` tabulates ``exp`` of the (column-shifted)
+  potential once, so a step costs ``L`` exponentials and ``L^2`` fused multiply-adds instead of
+  ``L^2`` exponentials; a column whose shifted sum would underflow is recomputed exactly.
 
-``_chain_forward`` is that recursion, written once; ``_semiring_matvec`` picks the product. The
-backward messages of forward-backward are the forward recursion on the reversed chain with
-``trans.T``. The tree kernels (``tree.py``) reuse ``_semiring_matvec`` for their messages.
+``_chain_forward`` is the recursion, written once. The backward messages of forward-backward are
+the same forward recursion on the reversed chain with ``trans.T``. The tree kernels
+(``tree.py``) reuse the same semiring products for their messages.
 
-Labelings whose score is ``-inf`` (forbidden by a ``-inf`` potential) are treated as infeasible:
-they get probability 0 and are never listed by ``topk_viterbi`` (which pads instead). ``viterbi``
-still returns some labeling (with score ``-inf``) if every labeling is infeasible.
+Labelings whose score is ``-inf`` (forbidden by a ``-inf`` potential) are infeasible: they get
+probability 0 and ``topk_viterbi`` pads instead of listing them. ``viterbi`` still returns a
+labeling (with score ``-inf``) when every labeling is infeasible.
 """
 import numpy as np
 from numba import njit
 
-MAX_PLUS = 0  # max-plus, or K-best max-plus when K > 1
-LOG_SUM_EXP = 1  # log-sum-exp at temperature mu
+MAX_PLUS = 0  # (max, +), K = 1, values only
+KBEST = 1  # K-best (max, +) with (label, rank) backpointers
+LOG_SUM_EXP = 2  # (mu-log-sum-exp, +)
+
+# Columns whose shifted exponential sum falls below this are recomputed exactly: the terms
+# dropped by underflow (< 1e-308 each) are then < 1e-150 relative, and the edge-marginal scale
+# factor exp(g) <= 1 / sum stays far from overflow.
+_TINY = 1e-150
 
 
 # ------------------------------------------------------------------------------------------
-# Semiring products. Tables are (n_states, K) C arrays: row s is the list of the K best scores
-# (sorted, non-increasing, -inf padded) for max-plus, or a single log-value for log-sum-exp.
+# Semiring products over (n_states, K) C tables
 # ------------------------------------------------------------------------------------------
 
 
 @njit(cache=True, nogil=True)
-def _matvec_max1(prev, trans, out, bp_lab, bp_rank):
-    """``out[s] = max_{s'} prev[s'] + trans[s', s]`` (K = 1), argmax in ``bp_lab``.
+def _matvec_max(prev, trans, out):
+    """``out[s] = max_{s'} prev[s'] + trans[s', s]`` (K = 1), no backpointers.
 
-    The loop runs over ``s'`` outside and ``s`` inside so that ``trans`` is read row by row and
-    the inner loop is a branch-free compare/select. Initialising with ``s' = 0`` and updating on
-    strict ``>`` gives the lowest-index argmax, and always a valid backpointer (even for -inf).
+    ``s'`` outside and ``s`` inside, so ``trans`` is read row by row and the inner loop is a
+    vectorised compare/select. Four rows are folded per sweep of ``out``: a quarter of the
+    loads/stores of ``out`` and of the loop set-up (2x faster for L = 26). The max is exact,
+    so the order of the rows does not change the result.
     """
     n_in = prev.shape[0]
     n_out = out.shape[0]
     a0 = prev[0, 0]
     for s in range(n_out):
         out[s, 0] = a0 + trans[0, s]
-        bp_lab[s, 0] = 0
-        bp_rank[s, 0] = 0
-    for sp in range(1, n_in):
+    sp = 1
+    while sp + 3 < n_in:
+        a = prev[sp, 0]
+        b = prev[sp + 1, 0]
+        c = prev[sp + 2, 0]
+        d = prev[sp + 3, 0]
+        for s in range(n_out):
+            v = a + trans[sp, s]
+            w = b + trans[sp + 1, s]
+            x = c + trans[sp + 2, s]
+            z = d + trans[sp + 3, s]
+            v = w if w > v else v
+            x = z if z > x else x
+            v = x if x > v else v
+            o = out[s, 0]
+            out[s, 0] = v if v > o else o
+        sp += 4
+    while sp < n_in:
         a = prev[sp, 0]
         for s in range(n_out):
             v = a + trans[sp, s]
-            better = v > out[s, 0]
-            out[s, 0] = v if better else out[s, 0]
-            bp_lab[s, 0] = sp if better else bp_lab[s, 0]
+            o = out[s, 0]
+            out[s, 0] = v if v > o else o
+        sp += 1
+
+
+@njit(cache=True, nogil=True)
+def _argmax_into(prev, trans, s):
+    """Lowest ``s'`` maximising ``prev[s'] + trans[s', s]`` (the same float operations as
+    ``_matvec_max``, so it finds the very value the forward pass kept)."""
+    best = 0
+    best_val = prev[0, 0] + trans[0, s]
+    for sp in range(1, prev.shape[0]):
+        v = prev[sp, 0] + trans[sp, s]
+        if v > best_val:
+            best_val = v
+            best = sp
+    return best
 
 
 @njit(cache=True, nogil=True)
 def _insert_sorted(vals, labs, ranks, K, v, lab, rank):
-    """Insert ``v`` into the non-increasing length-``K`` list ``vals`` (drop the last).
+    """Insert ``v`` into the non-increasing length-``K`` list ``vals`` (the last entry drops).
 
-    Ties keep the earlier entry first (strict ``>``), so candidates offered in lexicographic
-    ``(lab, rank)`` order give a deterministic, lowest-index-first order. Returns False (and
-    inserts nothing) when ``v`` does not beat the current K-th value.
+    Ties keep the earlier entry first (strict ``>``): candidates offered in lexicographic
+    ``(lab, rank)`` order come out in a deterministic, lowest-index-first order. Returns False,
+    inserting nothing, when ``v`` does not beat the current K-th value.
     """
     if not v > vals[K - 1]:
         return False
@@ -86,14 +126,15 @@ def _insert_sorted(vals, labs, ranks, K, v, lab, rank):
 
 
 @njit(cache=True, nogil=True)
-def _matvec_kbest(prev, trans, out, bp_lab, bp_rank, K):
-    """K-best max-plus: ``out[s, :]`` = the K best of ``{prev[s', l] + trans[s', s]}``.
+def _matvec_kbest(prev, trans, out, bp_lab, bp_rank):
+    """K-best (max, +): ``out[s, :]`` = the K best of ``{prev[s', l] + trans[s', s]}``.
 
-    Each ``prev[s', :]`` is sorted, so scanning it stops at the first value that does not enter
-    the output list; backpointers record ``(s', l)``. Entries never filled stay ``-inf`` / -1.
+    Each ``prev[s', :]`` is sorted, so its scan stops at the first value that does not enter the
+    output list; backpointers record ``(s', l)``. Unfilled entries stay ``-inf`` / ``-1``.
     """
     n_in = prev.shape[0]
     n_out = out.shape[0]
+    K = out.shape[1]
     for s in range(n_out):
         vals = out[s]
         labs = bp_lab[s]
@@ -110,105 +151,200 @@ def _matvec_kbest(prev, trans, out, bp_lab, bp_rank, K):
 
 
 @njit(cache=True, nogil=True)
-def _matvec_lse(prev, trans, out, mu, scratch):
-    """``out[s] = mu * log sum_{s'} exp((prev[s'] + trans[s', s]) / mu)``, max-shifted.
-
-    Two sweeps over ``trans`` rows: the max (as in max-plus), then the shifted exponential sum in
-    ``scratch``. A column whose max is ``-inf`` stays ``-inf`` (no ``-inf - -inf`` NaN).
-    """
-    n_in = prev.shape[0]
-    n_out = out.shape[0]
-    a0 = prev[0, 0]
-    for s in range(n_out):
-        out[s, 0] = a0 + trans[0, s]
-        scratch[s] = 0.0
-    for sp in range(1, n_in):
-        a = prev[sp, 0]
-        for s in range(n_out):
-            v = a + trans[sp, s]
-            out[s, 0] = v if v > out[s, 0] else out[s, 0]
-    inv_mu = 1.0 / mu
-    for sp in range(n_in):
-        a = prev[sp, 0]
-        if a == -np.inf:
-            continue
-        for s in range(n_out):
-            m = out[s, 0]
-            if m != -np.inf:
-                scratch[s] += np.exp((a + trans[sp, s] - m) * inv_mu)
-    for s in range(n_out):
-        if out[s, 0] != -np.inf:
-            out[s, 0] += mu * np.log(scratch[s])
+def lse_work_size(n_in, n_out):
+    """Floats of scratch the log-sum-exp product needs for an ``(n_in, n_out)`` potential."""
+    return n_in * n_out + 2 * n_out + n_in
 
 
 @njit(cache=True, nogil=True)
-def _semiring_matvec(semiring, K, mu, prev, trans, out, bp_lab, bp_rank, scratch):
+def _lse_parts(work, n_in, n_out):
+    """Views of the log-sum-exp scratch: exp table, column shifts, row weights, column sums."""
+    m = n_in * n_out
+    E = work[:m].reshape((n_in, n_out))
+    C = work[m:m + n_out]
+    pa = work[m + n_out:m + n_out + n_in]
+    acc = work[m + n_out + n_in:m + 2 * n_out + n_in]
+    return E, C, pa, acc
+
+
+@njit(cache=True, nogil=True)
+def _lse_prepare(trans, mu, work):
+    """Tabulate ``C[s] = max_{s'} trans[s', s]`` and ``E = exp((trans - C) / mu) <= 1``."""
+    n_in = trans.shape[0]
+    n_out = trans.shape[1]
+    E, C, pa, acc = _lse_parts(work, n_in, n_out)
+    for s in range(n_out):
+        C[s] = trans[0, s]
+    for sp in range(1, n_in):
+        for s in range(n_out):
+            v = trans[sp, s]
+            C[s] = v if v > C[s] else C[s]
+    inv_mu = 1.0 / mu
+    for sp in range(n_in):
+        for s in range(n_out):
+            c = C[s]
+            # exp(-inf) = 0 covers forbidden entries; an all -inf column gets a zero column
+            E[sp, s] = np.exp((trans[sp, s] - c) * inv_mu) if c != -np.inf else 0.0
+
+
+@njit(cache=True, nogil=True)
+def _lse_column(prev, trans, s, mu):
+    """Exact max-shifted ``mu log sum_{s'} exp((prev[s'] + trans[s', s]) / mu)``."""
+    m = -np.inf
+    for sp in range(prev.shape[0]):
+        v = prev[sp, 0] + trans[sp, s]
+        m = v if v > m else m
+    if m == -np.inf:
+        return -np.inf
+    acc = 0.0
+    inv_mu = 1.0 / mu
+    for sp in range(prev.shape[0]):
+        acc += np.exp((prev[sp, 0] + trans[sp, s] - m) * inv_mu)
+    return m + mu * np.log(acc)
+
+
+@njit(cache=True, nogil=True)
+def _lse_row_weights(prev, mu, pa):
+    """``pa[s'] = exp((prev[s'] - A) / mu)`` with ``A = max prev`` (so ``pa <= 1``); returns A."""
+    A = -np.inf
+    for sp in range(prev.shape[0]):
+        v = prev[sp, 0]
+        A = v if v > A else A
+    if A == -np.inf:
+        return A
+    inv_mu = 1.0 / mu
+    for sp in range(prev.shape[0]):
+        pa[sp] = np.exp((prev[sp, 0] - A) * inv_mu)
+    return A
+
+
+@njit(cache=True, nogil=True)
+def _lse_column_sums(pa, E, acc):
+    """``acc[s] = sum_{s'} pa[s'] E[s', s]``, row-wise and four rows per sweep (vectorised)."""
+    n_in = pa.shape[0]
+    n_out = acc.shape[0]
+    for s in range(n_out):
+        acc[s] = 0.0
+    sp = 0
+    while sp + 3 < n_in:
+        a = pa[sp]
+        b = pa[sp + 1]
+        c = pa[sp + 2]
+        d = pa[sp + 3]
+        for s in range(n_out):
+            acc[s] += (a * E[sp, s] + b * E[sp + 1, s]) + (c * E[sp + 2, s] + d * E[sp + 3, s])
+        sp += 4
+    while sp < n_in:
+        a = pa[sp]
+        for s in range(n_out):
+            acc[s] += a * E[sp, s]
+        sp += 1
+
+
+@njit(cache=True, nogil=True)
+def _matvec_lse(prev, trans, out, mu, work):
+    """``out[s] = mu log sum_{s'} exp((prev[s'] + trans[s', s]) / mu)`` (K = 1).
+
+    With ``A = max prev`` and the tables of ``_lse_prepare``,
+    ``out[s] = A + C[s] + mu log sum_{s'} exp((prev[s'] - A) / mu) E[s', s]``: both factors are
+    ``<= 1`` (no overflow) and only ``n_in`` exponentials are taken. A column whose sum is below
+    ``_TINY`` (heavy underflow, possible for tiny ``mu``) is recomputed by ``_lse_column``.
+    """
+    n_in = prev.shape[0]
+    n_out = out.shape[0]
+    E, C, pa, acc = _lse_parts(work, n_in, n_out)
+    A = _lse_row_weights(prev, mu, pa)
+    if A == -np.inf:
+        for s in range(n_out):
+            out[s, 0] = -np.inf
+        return
+    _lse_column_sums(pa, E, acc)
+    for s in range(n_out):
+        c = C[s]
+        if c == -np.inf:
+            out[s, 0] = -np.inf
+        elif acc[s] >= _TINY:
+            out[s, 0] = A + c + mu * np.log(acc[s])
+        else:
+            out[s, 0] = _lse_column(prev, trans, s, mu)
+
+
+@njit(cache=True, nogil=True)
+def _semiring_prepare(semiring, mu, trans, work):
+    """Per-potential preparation (before the products that use ``trans``)."""
+    if semiring == LOG_SUM_EXP:
+        _lse_prepare(trans, mu, work)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _semiring_matvec(semiring, mu, prev, trans, out, bp_lab, bp_rank, idx, work):
     """``out[s] = (+)_{s'} prev[s'] (x) trans[s', s]`` in the chosen semiring.
 
-    ``prev`` is ``(n_in, K)``, ``trans`` ``(n_in, n_out)``, ``out``/``bp_lab``/``bp_rank``
-    ``(n_out, K)`` (backpointers unused for log-sum-exp), ``scratch`` at least ``n_out`` floats.
+    ``prev`` is ``(n_in, K)``, ``trans`` ``(n_in, n_out)``, ``out`` ``(n_out, K)``. Only
+    ``KBEST`` writes backpointers, into ``bp_lab[idx], bp_rank[idx]`` (``(n_out, K)`` slices of
+    the 3-D tables: the slices are taken only here, as building unused views per step costs a
+    third of a small Viterbi). For ``LOG_SUM_EXP``, ``work`` holds ``lse_work_size(n_in,
+    n_out)`` floats prepared by ``_semiring_prepare(.., trans, work)``.
     """
-    if semiring == LOG_SUM_EXP:
-        _matvec_lse(prev, trans, out, mu, scratch)
-    elif K == 1:
-        _matvec_max1(prev, trans, out, bp_lab, bp_rank)
+    if semiring == MAX_PLUS:
+        _matvec_max(prev, trans, out)
+    elif semiring == KBEST:
+        _matvec_kbest(prev, trans, out, bp_lab[idx], bp_rank[idx])
     else:
-        _matvec_kbest(prev, trans, out, bp_lab, bp_rank, K)
+        _matvec_lse(prev, trans, out, mu, work)
 
 
 @njit(cache=True, nogil=True)
 def _init_table(values, table):
-    """``table[s, :] = [values[s], -inf, ..., -inf]``: the semiring "one-element list"."""
+    """``table[s, :] = [values[s], -inf, ..., -inf]``: one-element lists."""
     for s in range(table.shape[0]):
         table[s, 0] = values[s]
         for k in range(1, table.shape[1]):
             table[s, k] = -np.inf
 
 
+# ------------------------------------------------------------------------------------------
+# The recursion
+# ------------------------------------------------------------------------------------------
+
+
 @njit(cache=True, nogil=True)
-def _chain_forward(semiring, K, mu, unary, trans, alpha, bp_lab, bp_rank, scratch):
+def _chain_forward(semiring, mu, unary, trans, alpha, bp_lab, bp_rank, work):
     """The chain recursion, generic over the semiring; fills ``alpha`` (T, L, K) in place.
 
-    ``alpha[t, s, :]`` is the semiring sum over prefixes ``y_0..y_t`` with ``y_t = s`` of their
-    scores (sorted K best for max-plus, ``mu``-log-sum-exp for log-sum-exp). For max-plus,
-    ``bp_lab[t, s, k], bp_rank[t, s, k]`` give the ``(y_{t-1}, rank)`` of entry ``k``.
+    ``alpha[t, s, :]`` is the semiring sum, over prefixes ``y_0..y_t`` with ``y_t = s``, of their
+    scores: the max (``MAX_PLUS``), the sorted K best (``KBEST``, with ``bp_lab[t, s, k],
+    bp_rank[t, s, k]`` the ``(y_{t-1}, rank)`` of entry ``k``; ``K = alpha.shape[2]``) or the
+    ``mu``-log-sum-exp (``LOG_SUM_EXP``; ``work`` as in ``_semiring_matvec``).
     """
     T = unary.shape[0]
     L = unary.shape[1]
+    K = alpha.shape[2]
     _init_table(unary[0], alpha[0])
+    if T > 1:
+        _semiring_prepare(semiring, mu, trans, work)
     for t in range(1, T):
         cur = alpha[t]
-        _semiring_matvec(semiring, K, mu, alpha[t - 1], trans, cur, bp_lab[t], bp_rank[t],
-                         scratch)
-        # (x) unary[t, s]: adding a constant keeps each list sorted
-        for s in range(L):
-            u = unary[t, s]
-            for k in range(K):
-                cur[s, k] += u
-
-
-@njit(cache=True, nogil=True)
-def _backtrack(bp_lab, bp_rank, last_label, last_rank, y_out):
-    """Follow ``(label, rank)`` backpointers from the last position into ``y_out``."""
-    T = y_out.shape[0]
-    s = last_label
-    r = last_rank
-    y_out[T - 1] = s
-    for t in range(T - 1, 0, -1):
-        s_prev = bp_lab[t, s, r]
-        r = bp_rank[t, s, r]
-        s = s_prev
-        y_out[t - 1] = s
+        _semiring_matvec(semiring, mu, alpha[t - 1], trans, cur, bp_lab, bp_rank, t, work)
+        # (x) unary[t, s]: adding a constant keeps every list sorted
+        if K == 1:
+            for s in range(L):
+                cur[s, 0] += unary[t, s]
+        else:
+            for s in range(L):
+                u = unary[t, s]
+                for k in range(K):
+                    cur[s, k] += u
 
 
 # ------------------------------------------------------------------------------------------
-# Viterbi (K = 1 max-plus)
+# Viterbi (MAX_PLUS)
 # ------------------------------------------------------------------------------------------
 
 
 @njit(cache=True, nogil=True)
 def viterbi_work_size(T, L):
-    """Length of the float64 ``work`` buffer that ``viterbi_into`` needs.
+    """Length of the float64 ``work`` buffer of ``viterbi_into``.
 
     Parameters
     ----------
@@ -225,23 +361,15 @@ def viterbi_work_size(T, L):
 
 @njit(cache=True, nogil=True)
 def viterbi_iwork_size(T, L):
-    """Length of the int32 ``iwork`` buffer that ``viterbi_into`` needs.
+    """Length of the int32 ``iwork`` buffer of ``viterbi_into``: 0, none is needed.
 
-    Parameters
-    ----------
-    T, L : int
-        Chain length and number of labels.
-
-    Returns
-    -------
-    int
-        ``2 * T * L`` (label and rank backpointers).
+    Kept so that callers sizing an integer buffer keep working.
     """
-    return 2 * T * L
+    return 0
 
 
 @njit(cache=True, nogil=True)
-def viterbi_into(unary, trans, y_out, work, iwork):
+def viterbi_into(unary, trans, y_out, work, iwork=None):
     """Viterbi decoding without allocation, for hot loops.
 
     Parameters
@@ -252,37 +380,41 @@ def viterbi_into(unary, trans, y_out, work, iwork):
         ``trans[a, b]`` scores the transition ``y_{t-1} = a -> y_t = b``.
     y_out : ndarray of shape (T,), integer
         Receives the argmax labeling.
-    work : ndarray of float64, C-contiguous
+    work : ndarray of float64, 1-D, C-contiguous
         Scratch of at least ``viterbi_work_size(T, L)`` entries.
-    iwork : ndarray of int32, C-contiguous
-        Scratch of at least ``viterbi_iwork_size(T, L)`` entries.
+    iwork : ignored
+        Accepted for backward compatibility (``viterbi_iwork_size`` is 0).
 
     Returns
     -------
     score : float
-        The maximal score (``-inf`` if every labeling is forbidden, in which case ``y_out`` is
-        still a labeling: the lowest-index one among the ``-inf`` ones).
+        The maximal score (``-inf`` if every labeling is forbidden; ``y_out`` then still
+        holds a labeling, the lowest-index one).
 
     Notes
     -----
-    Ties are broken towards the lowest label index (at the last position, and for each
-    backpointer).
+    Ties are broken towards the lowest label index: at the last position, then for each
+    predecessor along the path. The forward pass keeps values only and the backtrack recomputes
+    the argmax along the path, so no backpointer table is written.
     """
     T = unary.shape[0]
     L = unary.shape[1]
-    n = T * L
-    alpha = work[:n].reshape((T, L, 1))
-    bp_lab = iwork[:n].reshape((T, L, 1))
-    bp_rank = iwork[n:2 * n].reshape((T, L, 1))
-    # scratch is only read by the log-sum-exp product: pass any float array
-    _chain_forward(MAX_PLUS, 1, 1.0, unary, trans, alpha, bp_lab, bp_rank, work)
-    best = 0
+    alpha = work[:T * L].reshape((T, L, 1))
+    # MAX_PLUS touches neither backpointers nor work; an empty int32 table keeps the argument
+    # types those of the other semirings, so one compiled _chain_forward serves all three
+    no_bp = np.empty((T, 0, 0), dtype=np.int32)
+    _chain_forward(MAX_PLUS, 1.0, unary, trans, alpha, no_bp, no_bp, work)
     last = alpha[T - 1]
-    for s in range(1, L):
-        if last[s, 0] > last[best, 0]:
-            best = s
-    _backtrack(bp_lab, bp_rank, best, 0, y_out)
-    return last[best, 0]
+    s = 0
+    for c in range(1, L):
+        if last[c, 0] > last[s, 0]:
+            s = c
+    score = last[s, 0]
+    y_out[T - 1] = s
+    for t in range(T - 1, 0, -1):
+        s = _argmax_into(alpha[t - 1], trans, s)
+        y_out[t - 1] = s
+    return score
 
 
 @njit(cache=True, nogil=True)
@@ -293,7 +425,7 @@ def viterbi(unary, trans):
     ----------
     unary : ndarray of shape (T, L), float64, C-contiguous
         Unary scores, ``T >= 1``.
-    trans : ndarray of shape (L, L), float64
+    trans : ndarray of shape (L, L), float64, C-contiguous
         ``trans[a, b]`` scores the transition ``y_{t-1} = a -> y_t = b``.
 
     Returns
@@ -306,14 +438,13 @@ def viterbi(unary, trans):
     T = unary.shape[0]
     L = unary.shape[1]
     work = np.empty(viterbi_work_size(T, L))
-    iwork = np.empty(viterbi_iwork_size(T, L), dtype=np.int32)
     y = np.empty(T, dtype=np.int32)
-    score = viterbi_into(unary, trans, y, work, iwork)
+    score = viterbi_into(unary, trans, y, work)
     return score, y
 
 
 # ------------------------------------------------------------------------------------------
-# Top-K Viterbi (K-best max-plus)
+# Top-K Viterbi (KBEST)
 # ------------------------------------------------------------------------------------------
 
 
@@ -325,7 +456,7 @@ def topk_viterbi(unary, trans, K):
     ----------
     unary : ndarray of shape (T, L), float64, C-contiguous
         Unary scores, ``T >= 1``.
-    trans : ndarray of shape (L, L), float64
+    trans : ndarray of shape (L, L), float64, C-contiguous
         Transition scores.
     K : int
         Number of labelings, ``K >= 1``.
@@ -333,16 +464,17 @@ def topk_viterbi(unary, trans, K):
     Returns
     -------
     scores : ndarray of shape (K,), float64
-        Non-increasing scores. Entries beyond the number of feasible labelings (``L**T``, minus
-        those scored ``-inf``) are ``-inf``.
+        Non-increasing. Entries beyond the number of feasible labelings (``L**T``, less those
+        scored ``-inf``) are ``-inf``.
     paths : ndarray of shape (K, T), int32
         ``paths[k]`` scores ``scores[k]``; the labelings are pairwise distinct. Padding rows
         are ``-1``.
 
     Notes
     -----
-    Time ``O(T L^2 K)`` in the typical case (sorted lists are scanned with early stopping),
-    memory ``O(T L K)``. Ties are broken lexicographically on ``(previous label, rank)``.
+    Memory ``O(T L K)``; time ``O(T L^2 K)`` typically (each sorted list is scanned until its
+    first rejected entry), ``O(T L^2 K^2)`` at worst. Ties are broken lexicographically on
+    ``(previous label, rank)``.
     """
     if K < 1:
         raise ValueError("K must be >= 1")
@@ -351,8 +483,8 @@ def topk_viterbi(unary, trans, K):
     alpha = np.empty((T, L, K))
     bp_lab = np.empty((T, L, K), dtype=np.int32)
     bp_rank = np.empty((T, L, K), dtype=np.int32)
-    _chain_forward(MAX_PLUS, K, 1.0, unary, trans, alpha, bp_lab, bp_rank, alpha[0, 0])
-    # final (+) over the last label: the same K-best insertion, over (label, rank)
+    _chain_forward(KBEST, 1.0, unary, trans, alpha, bp_lab, bp_rank, alpha[0, 0])
+    # the final (+) over the last label is the same K-best insertion, over (label, rank)
     scores = np.full(K, -np.inf)
     fin_lab = np.full(K, -1, dtype=np.int32)
     fin_rank = np.full(K, -1, dtype=np.int32)
@@ -365,21 +497,27 @@ def topk_viterbi(unary, trans, K):
     for k in range(K):
         if scores[k] == -np.inf:
             break
-        _backtrack(bp_lab, bp_rank, fin_lab[k], fin_rank[k], paths[k])
+        s = fin_lab[k]
+        r = fin_rank[k]
+        paths[k, T - 1] = s
+        for t in range(T - 1, 0, -1):
+            s_prev = bp_lab[t, s, r]
+            r = bp_rank[t, s, r]
+            s = s_prev
+            paths[k, t - 1] = s
     return scores, paths
 
 
 # ------------------------------------------------------------------------------------------
-# Forward-backward (log-sum-exp at temperature mu)
+# Forward-backward (LOG_SUM_EXP)
 # ------------------------------------------------------------------------------------------
 
 
 @njit(cache=True, nogil=True)
-def _lse_forward(unary, trans, mu, alpha, scratch):
-    """The log-sum-exp forward pass: ``_chain_forward`` without backpointers."""
-    # this semiring never touches the backpointer tables: (T, 0, 0) placeholders
+def _lse_forward(unary, trans, mu, alpha, work):
+    """``_chain_forward`` in the log-sum-exp semiring, which keeps no backpointers."""
     no_bp = np.empty((unary.shape[0], 0, 0), dtype=np.int32)
-    _chain_forward(LOG_SUM_EXP, 1, mu, unary, trans, alpha, no_bp, no_bp, scratch)
+    _chain_forward(LOG_SUM_EXP, mu, unary, trans, alpha, no_bp, no_bp, work)
 
 
 @njit(cache=True, nogil=True)
@@ -391,16 +529,16 @@ def forward_backward(unary, trans, mu):
     Parameters
     ----------
     unary : ndarray of shape (T, L), float64, C-contiguous
-        Unary scores, ``T >= 1``; ``-inf`` entries forbid a label (probability 0).
-    trans : ndarray of shape (L, L), float64
-        Transition scores (``-inf`` forbids a transition).
+        Unary scores, ``T >= 1``; ``-inf`` forbids a label (probability 0).
+    trans : ndarray of shape (L, L), float64, C-contiguous
+        Transition scores; ``-inf`` forbids a transition.
     mu : float
         Temperature, ``mu > 0``.
 
     Returns
     -------
     value : float
-        ``mu * log sum_y exp(score(y) / mu)`` (the entropy-smoothed max).
+        ``mu * log sum_y exp(score(y) / mu)``, the entropy-smoothed max.
     node_marginals : ndarray of shape (T, L)
         ``node_marginals[t, s] = P(y_t = s)``.
     edge_marginals : ndarray of shape (T - 1, L, L)
@@ -408,27 +546,20 @@ def forward_backward(unary, trans, mu):
 
     Notes
     -----
-    Everything is computed in log space with max-shifted log-sum-exp; raw scores are never
-    exponentiated. If every labeling has score ``-inf``, ``value`` is ``-inf`` and the
-    marginals are all zero.
+    All in log space with max-shifted log-sum-exp; raw scores are never exponentiated, only
+    differences ``<= 0`` (or bounded by the underflow guard). If every labeling scores
+    ``-inf``, ``value`` is ``-inf`` and the marginals are all zero.
     """
     if not mu > 0:
         raise ValueError("mu must be > 0")
+    mu = float(mu)
     T = unary.shape[0]
     L = unary.shape[1]
     node = np.zeros((T, L))
     edge = np.zeros((max(T - 1, 0), L, L))
-    scratch = np.empty(L)
     alpha = np.empty((T, L, 1))
-    # backward messages = the same forward recursion on the reversed chain with trans.T:
-    # beta_rev[T-1-t, s] is the log-sum over suffixes y_t..y_{T-1} with y_t = s (unary included)
-    unary_rev = np.empty((T, L))
-    for t in range(T):
-        unary_rev[t] = unary[T - 1 - t]
-    trans_t = np.ascontiguousarray(trans.T)
-    beta_rev = np.empty((T, L, 1))
-    _lse_forward(unary, trans, mu, alpha, scratch)
-    _lse_forward(unary_rev, trans_t, mu, beta_rev, scratch)
+    fwork = np.empty(lse_work_size(L, L))
+    _lse_forward(unary, trans, mu, alpha, fwork)
     # value = (+)_s alpha[T-1, s]
     m = -np.inf
     for s in range(L):
@@ -436,27 +567,66 @@ def forward_backward(unary, trans, mu):
     if m == -np.inf:
         return -np.inf, node, edge
     acc = 0.0
-    for s in range(L):
-        acc += np.exp((alpha[T - 1, s, 0] - m) / mu)
-    value = m + mu * np.log(acc)
     inv_mu = 1.0 / mu
-    for t in range(T):
+    for s in range(L):
+        acc += np.exp((alpha[T - 1, s, 0] - m) * inv_mu)
+    value = m + mu * np.log(acc)
+    if T == 1:
         for s in range(L):
-            a = alpha[t, s, 0]
-            b = beta_rev[T - 1 - t, s, 0]
-            # -inf guards: a forbidden state has probability 0, never NaN
-            if a != -np.inf and b != -np.inf:
-                node[t, s] = np.exp((a + b - unary[t, s] - value) * inv_mu)
+            if unary[0, s] != -np.inf:
+                node[0, s] = np.exp((unary[0, s] - value) * inv_mu)
+        return value, node, edge
+    # backward messages = the same forward recursion on the reversed chain with trans.T:
+    # beta_rev[T-1-t, s] is the log-sum over suffixes y_t..y_{T-1} with y_t = s, unary included
+    unary_rev = np.empty((T, L))
+    for t in range(T):
+        unary_rev[t] = unary[T - 1 - t]
+    trans_t = np.ascontiguousarray(trans.T)
+    beta_rev = np.empty((T, L, 1))
+    bwork = np.empty(lse_work_size(L, L))
+    _lse_forward(unary_rev, trans_t, mu, beta_rev, bwork)
+    # P(y_t = a, y_{t+1} = b) = exp((alpha_t(a) + trans[a, b] + beta_{t+1}(b) - value) / mu)
+    #   = pa[a] E[a, b] exp((A + C[b] + beta_{t+1}(b) - value) / mu), with the forward tables;
+    # column b's factor is <= 1 / sum_a pa[a] E[a, b], so it cannot overflow above _TINY
+    E, C, pa, colsum = _lse_parts(fwork, L, L)
+    scale = np.empty(L)
     for t in range(T - 1):
         b_next = beta_rev[T - 2 - t]
-        for a_ in range(L):
-            a = alpha[t, a_, 0]
-            if a == -np.inf:
-                continue
-            for b_ in range(L):
-                v = a + trans[a_, b_] + b_next[b_, 0]
-                if v != -np.inf:
-                    edge[t, a_, b_] = np.exp((v - value) * inv_mu)
+        A = _lse_row_weights(alpha[t], mu, pa)
+        _lse_column_sums(pa, E, colsum)
+        exact = False
+        for b in range(L):
+            bn = b_next[b, 0]
+            if C[b] == -np.inf or bn == -np.inf:
+                scale[b] = 0.0
+            elif colsum[b] >= _TINY:
+                scale[b] = np.exp((A + C[b] + bn - value) * inv_mu)
+            else:
+                scale[b] = 0.0
+                exact = True
+        et = edge[t]
+        for a in range(L):
+            pa_a = pa[a]
+            for b in range(L):
+                et[a, b] = pa_a * E[a, b] * scale[b]
+        if exact:  # columns left to the exact, guarded formula
+            for b in range(L):
+                bn = b_next[b, 0]
+                if C[b] == -np.inf or bn == -np.inf or colsum[b] >= _TINY:
+                    continue
+                for a in range(L):
+                    v = alpha[t, a, 0] + trans[a, b] + bn
+                    et[a, b] = np.exp((v - value) * inv_mu) if v != -np.inf else 0.0
+    # node marginals are the edge marginals summed (consistent by construction, no exp)
+    for t in range(T - 1):
+        for a in range(L):
+            acc = 0.0
+            for b in range(L):
+                acc += edge[t, a, b]
+            node[t, a] = acc
+    for a in range(L):
+        for b in range(L):
+            node[T - 1, b] += edge[T - 2, a, b]
     return value, node, edge
 
 

@@ -22,7 +22,8 @@ the merge, rank in the message)`` backpointers of the merges. Sum-product adds a
 import numpy as np
 from numba import njit
 
-from .chain import LOG_SUM_EXP, MAX_PLUS, _init_table, _insert_sorted, _semiring_matvec
+from .chain import (KBEST, LOG_SUM_EXP, MAX_PLUS, _init_table, _insert_sorted, _semiring_matvec,
+                    _semiring_prepare, lse_work_size)
 
 
 @njit(cache=True, nogil=True)
@@ -79,18 +80,18 @@ def tree_order(parent):
 
 
 @njit(cache=True, nogil=True)
-def _merge_lists(semiring, K, acc, msg, bp_prev, bp_msg, tmp_val, tmp_prev, tmp_msg):
-    """``acc[s] <- acc[s] (x) msg[s]`` for every state, with merge backpointers.
+def _merge_lists(semiring, acc, msg, bp_prev, bp_msg, tmp_val, tmp_prev, tmp_msg):
+    """``acc[s] <- acc[s] (x) msg[s]`` for every state ``s``.
 
-    For K-best max-plus: the K best of ``{acc[s, i] + msg[s, j]}``, both lists sorted, so each
-    scan stops early; ``bp_prev[s, k], bp_msg[s, k]`` record ``(i, j)``. Otherwise a plain sum.
+    ``(x)`` is ``+`` in every semiring; for ``KBEST`` the K best of ``{acc[s, i] + msg[s, j]}``
+    are kept (both lists sorted, so the scans stop early) with merge backpointers
+    ``bp_prev[s, k], bp_msg[s, k] = (i, j)``.
     """
     S = acc.shape[0]
-    if semiring == LOG_SUM_EXP or K == 1:
+    K = acc.shape[1]
+    if semiring != KBEST:
         for s in range(S):
             acc[s, 0] += msg[s, 0]
-            bp_prev[s, 0] = 0
-            bp_msg[s, 0] = 0
         return
     for s in range(S):
         for k in range(K):
@@ -111,49 +112,52 @@ def _merge_lists(semiring, K, acc, msg, bp_prev, bp_msg, tmp_val, tmp_prev, tmp_
 
 
 @njit(cache=True, nogil=True)
-def _tree_upward(semiring, K, mu, unary, pair, parent, order, belief, msg, msg_lab, msg_rank,
+def _tree_upward(semiring, mu, unary, pair, parent, order, belief, msg, msg_lab, msg_rank,
                  mrg_prev, mrg_msg, rmsg, rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg, vbelief):
-    """The upward pass, generic over the semiring.
+    """The upward pass, generic over the semiring (``K = belief.shape[2]``).
 
     Fills ``belief`` (p, S, K), the messages ``msg`` (p, S, K) of non-roots to their parents,
     ``rmsg`` (p, 1, K) of roots to the virtual node, and ``vbelief`` (1, K), the virtual node's
-    table: the K best scores (max-plus) or the log-partition (log-sum-exp). ``msg_lab/msg_rank``
-    are the message backpointers, ``mrg_prev/mrg_msg`` the merge backpointers (same for roots).
+    table: the best score(s) (max-plus) or the log-partition (log-sum-exp). For ``KBEST``,
+    ``msg_lab/msg_rank`` are the message backpointers and ``mrg_prev/mrg_msg`` the merge
+    backpointers, likewise ``rmsg_*``/``rmrg_*`` for roots; the other semirings ignore them.
     """
     p = unary.shape[0]
     S = unary.shape[1]
+    K = belief.shape[2]
     for v in range(p):
         _init_table(unary[v], belief[v])
     for k in range(K):
         vbelief[0, k] = 0.0 if k == 0 else -np.inf
     zero_col = np.zeros((S, 1))  # roots reach the virtual node through a zero potential
-    scratch = np.empty(S)
+    work = np.empty(lse_work_size(S, S))
     tmp_val = np.empty(K)
     tmp_prev = np.empty(K, dtype=np.int32)
     tmp_msg = np.empty(K, dtype=np.int32)
-    # reverse topological order: all children of v are merged into belief[v] before v is used;
-    # children of a node are therefore merged in decreasing position in ``order``
+    # reverse topological order: all children of v are merged into belief[v] before v sends;
+    # the children of a node are merged in decreasing position in ``order``
     for i in range(p - 1, -1, -1):
         v = order[i]
         q = parent[v]
         if q >= 0:
-            _semiring_matvec(semiring, K, mu, belief[v], pair[v], msg[v], msg_lab[v],
-                             msg_rank[v], scratch)
-            _merge_lists(semiring, K, belief[q], msg[v], mrg_prev[v], mrg_msg[v],
+            _semiring_prepare(semiring, mu, pair[v], work)
+            _semiring_matvec(semiring, mu, belief[v], pair[v], msg[v], msg_lab, msg_rank, v, work)
+            _merge_lists(semiring, belief[q], msg[v], mrg_prev[v], mrg_msg[v],
                          tmp_val, tmp_prev, tmp_msg)
         else:
-            _semiring_matvec(semiring, K, mu, belief[v], zero_col, rmsg[v], rmsg_lab[v],
-                             rmsg_rank[v], scratch)
-            _merge_lists(semiring, K, vbelief, rmsg[v], rmrg_prev[v], rmrg_msg[v],
+            _semiring_prepare(semiring, mu, zero_col, work)
+            _semiring_matvec(semiring, mu, belief[v], zero_col, rmsg[v], rmsg_lab, rmsg_rank, v,
+                             work)
+            _merge_lists(semiring, vbelief, rmsg[v], rmrg_prev[v], rmrg_msg[v],
                          tmp_val, tmp_prev, tmp_msg)
 
 
 @njit(cache=True, nogil=True)
 def _tree_backtrack(parent, order, msg_lab, msg_rank, mrg_prev, mrg_msg, rmsg_lab, rmsg_rank,
                     rmrg_prev, rmrg_msg, rank, y_out, cur_rank):
-    """Recover the labeling of rank ``rank`` of the virtual node into ``y_out``.
+    """Recover the labeling of rank ``rank`` (K-best) into ``y_out``.
 
-    Visiting nodes parents-first, a node's children come in the reverse of their merge order,
+    Visiting nodes parents-first meets a node's children in the reverse of their merge order,
     so each child peels the last merge off its parent's current rank.
     """
     p = parent.shape[0]
@@ -173,37 +177,6 @@ def _tree_backtrack(parent, order, msg_lab, msg_rank, mrg_prev, mrg_msg, rmsg_la
             vrank = rmrg_prev[v, 0, vrank]
             y_out[v] = rmsg_lab[v, 0, km]
             cur_rank[v] = rmsg_rank[v, 0, km]
-
-
-@njit(cache=True, nogil=True)
-def _tree_maxplus(unary, pair, parent, order, K):
-    """Shared driver of ``tree_max`` and ``tree_topk``: K-best upward pass and backtracking."""
-    p = unary.shape[0]
-    S = unary.shape[1]
-    belief = np.empty((p, S, K))
-    msg = np.empty((p, S, K))
-    msg_lab = np.empty((p, S, K), dtype=np.int32)
-    msg_rank = np.empty((p, S, K), dtype=np.int32)
-    mrg_prev = np.empty((p, S, K), dtype=np.int32)
-    mrg_msg = np.empty((p, S, K), dtype=np.int32)
-    rmsg = np.empty((p, 1, K))
-    rmsg_lab = np.empty((p, 1, K), dtype=np.int32)
-    rmsg_rank = np.empty((p, 1, K), dtype=np.int32)
-    rmrg_prev = np.empty((p, 1, K), dtype=np.int32)
-    rmrg_msg = np.empty((p, 1, K), dtype=np.int32)
-    vbelief = np.empty((1, K))
-    _tree_upward(MAX_PLUS, K, 1.0, unary, pair, parent, order, belief, msg, msg_lab, msg_rank,
-                 mrg_prev, mrg_msg, rmsg, rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg, vbelief)
-    scores = vbelief[0].copy()
-    labelings = np.full((K, p), -1, dtype=np.int32)
-    cur_rank = np.empty(p, dtype=np.int32)
-    for k in range(K):
-        # K = 1 always yields a labeling (tree_max semantics); K-best pads infeasible ranks
-        if K > 1 and scores[k] == -np.inf:
-            break
-        _tree_backtrack(parent, order, msg_lab, msg_rank, mrg_prev, mrg_msg, rmsg_lab,
-                        rmsg_rank, rmrg_prev, rmrg_msg, k, labelings[k], cur_rank)
-    return scores, labelings
 
 
 @njit(cache=True, nogil=True)
@@ -228,8 +201,30 @@ def tree_max(unary, pair, parent, order):
     y : ndarray of shape (p,), int32
         An argmax. Ties are broken deterministically (lowest child state in each message).
     """
-    scores, labelings = _tree_maxplus(unary, pair, parent, order, 1)
-    return scores[0], labelings[0]
+    p = unary.shape[0]
+    S = unary.shape[1]
+    belief = np.empty((p, S, 1))
+    msg = np.empty((p, S, 1))
+    rmsg = np.empty((p, 1, 1))
+    vbelief = np.empty((1, 1))
+    no_bp = np.empty((p, 0, 0), dtype=np.int32)  # max-plus recomputes argmaxes instead
+    _tree_upward(MAX_PLUS, 1.0, unary, pair, parent, order, belief, msg, no_bp, no_bp, no_bp,
+                 no_bp, rmsg, no_bp, no_bp, no_bp, no_bp, vbelief)
+    # parents first: each node takes the lowest state maximising its belief (children included)
+    # plus the potential to its parent's decoded state, i.e. the argmax its message kept
+    y = np.empty(p, dtype=np.int32)
+    for i in range(p):
+        v = order[i]
+        q = parent[v]
+        best = 0
+        best_val = -np.inf
+        for a in range(S):
+            val = belief[v, a, 0] + (pair[v, a, y[q]] if q >= 0 else 0.0)
+            if a == 0 or val > best_val:
+                best_val = val
+                best = a
+        y[v] = best
+    return vbelief[0, 0], y
 
 
 @njit(cache=True, nogil=True)
@@ -260,9 +255,30 @@ def tree_topk(unary, pair, parent, order, K):
     """
     if K < 1:
         raise ValueError("K must be >= 1")
-    scores, labelings = _tree_maxplus(unary, pair, parent, order, K)
-    if K == 1 and scores[0] == -np.inf:
-        labelings[0, :] = -1
+    p = unary.shape[0]
+    S = unary.shape[1]
+    belief = np.empty((p, S, K))
+    msg = np.empty((p, S, K))
+    msg_lab = np.empty((p, S, K), dtype=np.int32)
+    msg_rank = np.empty((p, S, K), dtype=np.int32)
+    mrg_prev = np.empty((p, S, K), dtype=np.int32)
+    mrg_msg = np.empty((p, S, K), dtype=np.int32)
+    rmsg = np.empty((p, 1, K))
+    rmsg_lab = np.empty((p, 1, K), dtype=np.int32)
+    rmsg_rank = np.empty((p, 1, K), dtype=np.int32)
+    rmrg_prev = np.empty((p, 1, K), dtype=np.int32)
+    rmrg_msg = np.empty((p, 1, K), dtype=np.int32)
+    vbelief = np.empty((1, K))
+    _tree_upward(KBEST, 1.0, unary, pair, parent, order, belief, msg, msg_lab, msg_rank,
+                 mrg_prev, mrg_msg, rmsg, rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg, vbelief)
+    scores = vbelief[0].copy()
+    labelings = np.full((K, p), -1, dtype=np.int32)
+    cur_rank = np.empty(p, dtype=np.int32)
+    for k in range(K):
+        if scores[k] == -np.inf:
+            break  # infeasible ranks are padding
+        _tree_backtrack(parent, order, msg_lab, msg_rank, mrg_prev, mrg_msg, rmsg_lab,
+                        rmsg_rank, rmrg_prev, rmrg_msg, k, labelings[k], cur_rank)
     return scores, labelings
 
 
@@ -307,7 +323,8 @@ def tree_marginals(unary, pair, parent, order, mu):
     no_bp = np.empty((p, 0, 0), dtype=np.int32)  # log-sum-exp keeps no backpointers
     node = np.zeros((p, S))
     edge = np.zeros((p, S, S))
-    _tree_upward(LOG_SUM_EXP, 1, mu, unary, pair, parent, order, belief, msg, no_bp, no_bp,
+    mu = float(mu)
+    _tree_upward(LOG_SUM_EXP, mu, unary, pair, parent, order, belief, msg, no_bp, no_bp,
                  no_bp, no_bp, rmsg, no_bp, no_bp, no_bp, no_bp, vbelief)
     value = vbelief[0, 0]
     if value == -np.inf:
@@ -336,7 +353,7 @@ def tree_marginals(unary, pair, parent, order, mu):
     comp_logz = np.empty(p)  # log-partition of each node's component
     excl = np.empty((S, 1))
     trans_t = np.empty((S, S))
-    scratch = np.empty(S)
+    work = np.empty(lse_work_size(S, S))
     inv_mu = 1.0 / mu
     for i in range(p):
         v = order[i]
@@ -354,8 +371,8 @@ def tree_marginals(unary, pair, parent, order, mu):
             excl[b, 0] = rest + outside[q, b, 0]
             for a in range(S):
                 trans_t[b, a] = pair[v, a, b]
-        _semiring_matvec(LOG_SUM_EXP, 1, mu, excl, trans_t, outside[v], no_bp[0], no_bp[0],
-                         scratch)
+        _semiring_prepare(LOG_SUM_EXP, mu, trans_t, work)
+        _semiring_matvec(LOG_SUM_EXP, mu, excl, trans_t, outside[v], no_bp, no_bp, 0, work)
         zc = comp_logz[v]
         for a in range(S):
             ba = belief[v, a, 0]

@@ -1,0 +1,291 @@
+"""Chain kernels (Viterbi, top-K Viterbi, forward-backward) against brute-force enumeration.
+
+Spec 000, Sec. 7 items 10-12. Random continuous potentials, so ties have probability 0.
+"""
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sklearn_ssvm._kernels.chain import (
+    forward_backward,
+    score_labeling,
+    topk_viterbi,
+    viterbi,
+    viterbi_into,
+    viterbi_iwork_size,
+    viterbi_work_size,
+)
+
+SHAPES = [(T, L) for T in range(1, 7) for L in range(2, 5)]
+
+
+def enumerate_chain(unary, trans):
+    """All labelings (N, T) in lexicographic order and their scores."""
+    T, L = unary.shape
+    ys = np.array(list(itertools.product(range(L), repeat=T)), dtype=np.int64)
+    scores = unary[np.arange(T), ys].sum(axis=1)
+    if T > 1:
+        scores = scores + trans[ys[:, :-1], ys[:, 1:]].sum(axis=1)
+    return ys, scores
+
+
+def brute_marginals(unary, trans, mu):
+    """value, node marginals, edge marginals and expected statistics by enumeration."""
+    T, L = unary.shape
+    ys, scores = enumerate_chain(unary, trans)
+    finite = scores > -np.inf
+    m = scores[finite].max()
+    w = np.zeros_like(scores)
+    w[finite] = np.exp((scores[finite] - m) / mu)
+    Z = w.sum()
+    value = m + mu * np.log(Z)
+    p = w / Z
+    node = np.zeros((T, L))
+    edge = np.zeros((max(T - 1, 0), L, L))
+    for t in range(T):
+        np.add.at(node[t], ys[:, t], p)
+    for t in range(T - 1):
+        np.add.at(edge[t], (ys[:, t], ys[:, t + 1]), p)
+    return value, node, edge
+
+
+def random_chain(rng, T, L, scale=1.0):
+    return (rng.normal(scale=scale, size=(T, L)), rng.normal(scale=scale, size=(L, L)))
+
+
+@pytest.mark.parametrize("T, L", SHAPES)
+def test_viterbi_matches_brute_force(T, L):
+    rng = np.random.default_rng(100 * T + L)
+    unary, trans = random_chain(rng, T, L)
+    ys, scores = enumerate_chain(unary, trans)
+    score, y = viterbi(unary, trans)
+    assert y.dtype == np.int32 and y.shape == (T,)
+    assert score == pytest.approx(scores.max(), abs=1e-12)
+    np.testing.assert_array_equal(y, ys[np.argmax(scores)])
+    assert score_labeling(unary, trans, y) == pytest.approx(score, abs=1e-12)
+
+
+@pytest.mark.parametrize("T, L", [(1, 3), (4, 2), (6, 4), (8, 26), (30, 5)])
+def test_viterbi_into_equals_viterbi(T, L):
+    rng = np.random.default_rng(T * L)
+    unary, trans = random_chain(rng, T, L)
+    score, y = viterbi(unary, trans)
+    # buffers larger than needed (slices of a bigger buffer, as in the solvers) are fine
+    work = np.full(viterbi_work_size(T, L) + 7, np.nan)
+    iwork = np.zeros(viterbi_iwork_size(T, L) + 3, dtype=np.int32)
+    for y_out in (np.empty(T, dtype=np.int32), np.empty(T, dtype=np.int64)):
+        assert viterbi_into(unary, trans, y_out, work, iwork) == score
+        np.testing.assert_array_equal(y_out, y)
+    y_out = np.empty(T, dtype=np.int32)
+    assert viterbi_into(unary, trans, y_out, work) == score  # iwork is optional
+    np.testing.assert_array_equal(y_out, y)
+
+
+def test_viterbi_ties_lowest_index():
+    unary = np.zeros((4, 3))
+    trans = np.zeros((3, 3))
+    score, y = viterbi(unary, trans)
+    assert score == 0.0
+    np.testing.assert_array_equal(y, [0, 0, 0, 0])
+    # two optimal paths, [1, 2] and [2, 1]: the lowest label at the last position, then the
+    # lowest predecessor
+    unary = np.array([[0.0, 1.0, 1.0], [0.0, 1.0, 1.0]])
+    trans = np.zeros((3, 3))
+    trans[1, 1] = trans[2, 2] = -5.0
+    score, y = viterbi(unary, trans)
+    assert score == 2.0
+    np.testing.assert_array_equal(y, [2, 1])
+
+
+@pytest.mark.parametrize("T, L", SHAPES)
+@pytest.mark.parametrize("K", [1, 2, 5])
+def test_topk_matches_sorted_enumeration(T, L, K):
+    rng = np.random.default_rng(1000 * K + 10 * T + L)
+    unary, trans = random_chain(rng, T, L)
+    ys, scores = enumerate_chain(unary, trans)
+    for K_ in (K, len(scores) + K):  # the second one needs padding
+        top_scores, paths = topk_viterbi(unary, trans, K_)
+        assert top_scores.shape == (K_,) and paths.shape == (K_, T)
+        assert paths.dtype == np.int32
+        n = min(K_, len(scores))
+        expected = np.sort(scores)[::-1][:n]
+        np.testing.assert_allclose(top_scores[:n], expected, rtol=0, atol=1e-12)
+        assert np.all(np.diff(top_scores[:n]) <= 0)
+        assert np.all(top_scores[n:] == -np.inf)
+        assert np.all(paths[n:] == -1)
+        assert len({tuple(p) for p in paths[:n]}) == n  # distinct
+        for k in range(n):
+            assert score_labeling(unary, trans, paths[k]) == pytest.approx(top_scores[k], abs=1e-12)
+        # with continuous scores the order is unique: the paths are the sorted enumeration
+        np.testing.assert_array_equal(paths[:n], ys[np.argsort(-scores, kind="stable")[:n]])
+
+
+@pytest.mark.parametrize("T, L", [(1, 2), (3, 3), (6, 4)])
+def test_topk_k1_is_viterbi(T, L):
+    rng = np.random.default_rng(7 + T)
+    unary, trans = random_chain(rng, T, L)
+    score, y = viterbi(unary, trans)
+    top_scores, paths = topk_viterbi(unary, trans, 1)
+    assert top_scores[0] == pytest.approx(score, abs=1e-12)
+    np.testing.assert_array_equal(paths[0], y)
+
+
+def test_topk_ties_are_distinct_and_deterministic():
+    unary = np.zeros((3, 2))
+    trans = np.zeros((2, 2))
+    top_scores, paths = topk_viterbi(unary, trans, 10)
+    np.testing.assert_array_equal(top_scores[:8], 0.0)
+    assert np.all(top_scores[8:] == -np.inf)
+    assert len({tuple(p) for p in paths[:8]}) == 8
+    again = topk_viterbi(unary, trans, 10)[1]
+    np.testing.assert_array_equal(paths, again)
+
+
+@pytest.mark.parametrize("T, L", SHAPES)
+@pytest.mark.parametrize("mu", [0.1, 1.0, 3.0])
+def test_forward_backward_matches_brute_force(T, L, mu):
+    rng = np.random.default_rng(int(1000 * mu) + 10 * T + L)
+    unary, trans = random_chain(rng, T, L)
+    value, node, edge = forward_backward(unary, trans, mu)
+    assert node.shape == (T, L) and edge.shape == (T - 1, L, L)
+    ref_value, ref_node, ref_edge = brute_marginals(unary, trans, mu)
+    assert value == pytest.approx(ref_value, rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(node, ref_node, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(edge, ref_edge, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(node.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(edge.sum(axis=2), node[:-1], atol=1e-12)
+    np.testing.assert_allclose(edge.sum(axis=1), node[1:], atol=1e-12)
+    # expected sufficient statistics: token-label counts and transition counts
+    ys, scores = enumerate_chain(unary, trans)
+    p = np.exp((scores - ref_value) / mu)
+    exp_unary = np.zeros((T, L))
+    exp_trans = np.zeros((L, L))
+    for y, py in zip(ys, p):
+        exp_unary[np.arange(T), y] += py
+        for t in range(T - 1):
+            exp_trans[y[t], y[t + 1]] += py
+    np.testing.assert_allclose(node, exp_unary, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(edge.sum(axis=0), exp_trans, rtol=1e-9, atol=1e-12)
+
+
+def test_forward_backward_gradient_is_expected_statistics():
+    """d value / d unary = node marginals, d value / d trans = summed edge marginals."""
+    rng = np.random.default_rng(3)
+    T, L, mu = 4, 3, 0.7
+    unary, trans = random_chain(rng, T, L)
+    _, node, edge = forward_backward(unary, trans, mu)
+    h = 1e-6
+    for t, s in [(0, 1), (2, 0), (3, 2)]:
+        up, um = unary.copy(), unary.copy()
+        up[t, s] += h
+        um[t, s] -= h
+        fd = (forward_backward(up, trans, mu)[0] - forward_backward(um, trans, mu)[0]) / (2 * h)
+        assert fd == pytest.approx(node[t, s], abs=1e-7)
+    for a, b in [(0, 0), (1, 2), (2, 1)]:
+        tp, tm = trans.copy(), trans.copy()
+        tp[a, b] += h
+        tm[a, b] -= h
+        fd = (forward_backward(unary, tp, mu)[0] - forward_backward(unary, tm, mu)[0]) / (2 * h)
+        assert fd == pytest.approx(edge[:, a, b].sum(), abs=1e-7)
+
+
+def test_forward_backward_t1_and_limits():
+    unary = np.array([[0.3, -1.2, 2.0]])
+    trans = np.zeros((3, 3))
+    value, node, edge = forward_backward(unary, trans, 1.0)
+    assert edge.shape == (0, 3, 3)
+    assert value == pytest.approx(np.log(np.exp(unary).sum()))
+    np.testing.assert_allclose(node[0], np.exp(unary[0]) / np.exp(unary[0]).sum())
+    # mu -> 0 gives the max; large scores at small mu neither overflow nor lose the max
+    rng = np.random.default_rng(0)
+    unary, trans = random_chain(rng, 5, 4, scale=1e4)
+    score, y = viterbi(unary, trans)
+    value, node, edge = forward_backward(unary, trans, 1e-3)
+    assert np.isfinite(value) and score <= value <= score + 1e-3 * np.log(4**5)
+    assert np.isfinite(node).all() and np.isfinite(edge).all()
+    np.testing.assert_allclose(node[np.arange(5), y], 1.0)
+
+
+def test_forward_backward_underflow_fallback():
+    """Columns whose shifted sum underflows are recomputed exactly (small mu, spread scores)."""
+    mu = 0.01
+    unary = np.array([[0.0, -10.0], [0.0, 0.0], [0.0, -3.0]])
+    trans = np.array([[-10.0, -10.0], [0.0, 0.0]])
+    value, node, edge = forward_backward(unary, trans, mu)
+    ref_value, ref_node, ref_edge = brute_marginals(unary, trans, mu)
+    assert value == pytest.approx(ref_value, rel=1e-12)
+    np.testing.assert_allclose(node, ref_node, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(edge, ref_edge, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("T, L", [(1, 3), (3, 3), (5, 4), (6, 2)])
+def test_minus_inf_potentials(T, L):
+    rng = np.random.default_rng(5 * T + L)
+    unary, trans = random_chain(rng, T, L)
+    forbid = rng.random((T, L)) < 0.4
+    forbid[np.arange(T), rng.integers(0, L, size=T)] = False  # keep one label per position
+    unary[forbid] = -np.inf
+    trans[rng.random((L, L)) < 0.2] = -np.inf
+    ys, scores = enumerate_chain(unary, trans)
+    n_feasible = int(np.sum(scores > -np.inf))
+    score, y = viterbi(unary, trans)
+    assert score == pytest.approx(scores.max(), abs=1e-12)
+    if n_feasible:
+        assert score_labeling(unary, trans, y) == pytest.approx(score, abs=1e-12)
+    top_scores, paths = topk_viterbi(unary, trans, n_feasible + 3)
+    np.testing.assert_allclose(top_scores[:n_feasible], np.sort(scores)[::-1][:n_feasible])
+    assert np.all(top_scores[n_feasible:] == -np.inf) and np.all(paths[n_feasible:] == -1)
+    for mu in (0.1, 1.0):
+        value, node, edge = forward_backward(unary, trans, mu)
+        assert not np.isnan(value) and not np.isnan(node).any() and not np.isnan(edge).any()
+        if n_feasible == 0:
+            assert value == -np.inf and not node.any() and not edge.any()
+            continue
+        ref_value, ref_node, ref_edge = brute_marginals(unary, trans, mu)
+        assert value == pytest.approx(ref_value, rel=1e-12)
+        np.testing.assert_allclose(node, ref_node, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(edge, ref_edge, rtol=1e-9, atol=1e-12)
+        assert np.all(node[forbid] == 0.0)
+
+
+def test_all_labelings_forbidden():
+    unary = np.zeros((3, 2))
+    unary[1, :] = -np.inf
+    trans = np.zeros((2, 2))
+    score, y = viterbi(unary, trans)
+    assert score == -np.inf and y.min() >= 0  # still a labeling
+    top_scores, paths = topk_viterbi(unary, trans, 3)
+    assert np.all(top_scores == -np.inf) and np.all(paths == -1)
+    value, node, edge = forward_backward(unary, trans, 1.0)
+    assert value == -np.inf and not node.any() and not edge.any()
+
+
+def test_bad_arguments():
+    unary, trans = np.zeros((2, 2)), np.zeros((2, 2))
+    with pytest.raises(ValueError):
+        topk_viterbi(unary, trans, 0)
+    with pytest.raises(ValueError):
+        forward_backward(unary, trans, 0.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(T=st.integers(1, 5), L=st.integers(2, 4), K=st.integers(1, 12),
+       mu=st.sampled_from([0.05, 0.5, 2.0]), seed=st.integers(0, 2**32 - 1))
+def test_random_chains(T, L, K, mu, seed):
+    rng = np.random.default_rng(seed)
+    unary, trans = random_chain(rng, T, L, scale=rng.uniform(0.1, 10.0))
+    ys, scores = enumerate_chain(unary, trans)
+    score, y = viterbi(unary, trans)
+    assert score == pytest.approx(scores.max(), rel=1e-12, abs=1e-12)
+    top_scores, paths = topk_viterbi(unary, trans, K)
+    n = min(K, len(scores))
+    np.testing.assert_allclose(top_scores[:n], np.sort(scores)[::-1][:n], rtol=1e-12, atol=1e-12)
+    assert len({tuple(p) for p in paths[:n]}) == n
+    value, node, edge = forward_backward(unary, trans, mu)
+    ref_value, ref_node, ref_edge = brute_marginals(unary, trans, mu)
+    assert value == pytest.approx(ref_value, rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(node, ref_node, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(edge, ref_edge, rtol=1e-8, atol=1e-12)
