@@ -6,6 +6,10 @@ from .labelings import add_stats, oracle, oracle_iwork_size, oracle_work_size, s
 from .sparse import add_outer_into, unary_scores_into
 
 
+#: examples are processed in this many contiguous chunks (spread over the numba threads)
+CHUNKS = 64
+
+
 @njit(cache=True, nogil=True)
 def max_length(offsets):
     m = 0
@@ -29,28 +33,36 @@ def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
     C = W.shape[1]
     p = theta.shape[0]
     with_state = M.shape[0] > 0
-    for i in prange(n):
-        t0 = tok_off[i]
-        T = tok_off[i + 1] - t0
-        U = np.empty((T, C))
-        unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
-        work = np.empty(oracle_work_size(kind, T, C))
-        iwork = np.empty(oracle_iwork_size(kind, T, C), dtype=np.int32)
-        yi = y[node_off[i]:node_off[i + 1]]
-        yo = y_out[node_off[i]:node_off[i + 1]]
-        values[i] = oracle(kind, U, theta, yi, augment, edges, parent, order, yo, work, iwork)
-        if augment:
-            S = np.empty((T, C))
-            q = np.empty(p)
-            true_scores[i] = stats_score(kind, U, theta, yi, edges, S, q)
-            if with_state:
-                e = 0.0
-                for t in range(T):
-                    for c in range(C):
-                        e += U[t, c] * M[t0 + t, c]
-                for j in range(p):
-                    e += theta[j] * Q[i, j]
-                expected_scores[i] = e
+    # contiguous chunks of examples, scratch buffers allocated once per chunk
+    n_chunks = min(n, CHUNKS)
+    for chunk in prange(n_chunks):
+        lo = chunk * n // n_chunks
+        hi = (chunk + 1) * n // n_chunks
+        max_T = max_length(tok_off[lo:hi + 1])
+        U_buf = np.empty((max_T, C))
+        S_buf = np.empty((max_T, C))
+        q = np.empty(p)
+        work = np.empty(oracle_work_size(kind, max_T, C))
+        iwork = np.empty(oracle_iwork_size(kind, max_T, C), dtype=np.int32)
+        for i in range(lo, hi):
+            t0 = tok_off[i]
+            T = tok_off[i + 1] - t0
+            U = U_buf[:T]
+            unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
+            yi = y[node_off[i]:node_off[i + 1]]
+            yo = y_out[node_off[i]:node_off[i + 1]]
+            values[i] = oracle(kind, U, theta, yi, augment, edges, parent, order, yo, work,
+                               iwork)
+            if augment:
+                true_scores[i] = stats_score(kind, U, theta, yi, edges, S_buf[:T], q)
+                if with_state:
+                    e = 0.0
+                    for t in range(T):
+                        for c in range(C):
+                            e += U[t, c] * M[t0 + t, c]
+                    for j in range(p):
+                        e += theta[j] * Q[i, j]
+                    expected_scores[i] = e
 
 
 @njit(cache=True, nogil=True)

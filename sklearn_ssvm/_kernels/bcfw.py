@@ -64,15 +64,15 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         for t in range(T):
             for c in range(C):
                 lin += D[t, c] * U[t, c]
-        quad = 0.0
         for j in range(p):
             lin += dq[j] * theta[j]
-            quad += dq[j] * dq[j]
         gap = lin / n + ell_s - ell_blocks[i]
         gap_estimates[i] = gap
         if gap <= 0.0:
             continue
-        quad += gram_quadratic(gram, gram_off[i], T, D)
+        quad = gram_quadratic(gram, gram_off[i], T, D)
+        for j in range(p):
+            quad += dq[j] * dq[j]
         # gamma = g_i / (lam ||w_i - w_s||^2) with ||w_i - w_s||^2 = quad / (lam n)^2
         gamma = 1.0 if quad <= 0.0 else min(1.0, gap * lam_n * n / quad)
         for t in range(T):
