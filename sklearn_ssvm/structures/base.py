@@ -180,7 +180,7 @@ class StructuredModel(BaseEstimator):
         X_all.sort_indices()
         y, node_offsets = self._encode_labels(Y, lengths)
         return Problem(kind=self._kind, indptr=X_all.indptr.astype(np.int64),
-                       indices=X_all.indices.astype(np.int64), data=X_all.data,
+                       indices=X_all.indices.astype(np.int32), data=X_all.data,
                        n_features=X_all.shape[1], tok_offsets=tok_offsets, y=y,
                        node_offsets=node_offsets, n_codes=self._n_codes, has_labels=Y is not None,
                        n_pair=labelings.n_pair_stats(self._kind, self._n_codes,
