@@ -104,7 +104,8 @@ def main():
     def one_pass():
         blocks = rng.integers(0, n, size=n)
         bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, Wp, th, state.M,
-                  state.Q, state.ell_blocks, 0.01, blocks, np.zeros(n), 0, *no_averaging)
+                  state.Q, state.ell_blocks, 0.01, blocks, n, np.zeros(0), False, -1.0, np.zeros(n),
+                  0, *no_averaging)
 
     first, wall, cpu, _ = timed(one_pass, args.repeats)
     print(f"\nBCFW pass over {n} words: {1e3 * wall:.1f} ms wall, {1e3 * cpu:.1f} ms CPU "

@@ -9,19 +9,24 @@ import numpy as np
 from numba import njit
 
 from .batch import max_length
+from .sampling import sum_tree, sum_tree_sample, sum_tree_total, sum_tree_update
 from .labelings import add_stats, label_loss, oracle, oracle_iwork_size, oracle_work_size
 from .sparse import add_outer_into, gram_quadratic, unary_scores_into
 
 
 @njit(cache=True, nogil=True)
 def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, gram,
-              gram_off, W, theta, M, Q, ell_blocks, lam, blocks, gap_estimates, step0, VM, VQ,
-              Vell):
-    """Visit ``blocks`` in order, one Frank-Wolfe step with exact line search on each.
+              gram_off, W, theta, M, Q, ell_blocks, lam, first_blocks, n_steps, uniforms,
+              gap_sampling, exit_below, gap_estimates, step0, VM, VQ, Vell):
+    """Up to ``n_steps`` Frank-Wolfe steps with exact line search, one block each.
 
-    Updates ``W, theta, M, Q, ell_blocks`` in place and stores each visited block's gap
-    ``g_i`` (computed before its step, Alg. 1 line 6) in ``gap_estimates``. Returns the change
-    of ``ell = sum_i ell_i``.
+    The blocks are ``first_blocks`` in order, then (``gap_sampling``) blocks drawn with
+    probability proportional to their gap estimates (spec 002 Alg. 2) through a sum tree, using
+    one number of ``uniforms`` per draw. Each visited block's gap ``g_i``, computed before its
+    step (Alg. 1 line 6), is stored in ``gap_estimates`` (``+inf``: never visited). Once every
+    block has an estimate, the pass stops early when their sum falls to ``exit_below`` or to 0
+    (the heuristic exit of spec 002 §3.2: time for an exact gap). Updates ``W, theta, M, Q,
+    ell_blocks`` in place and returns the number of steps made.
 
     Weighted averaging (Lacoste-Julien et al. 2013, iterates weighted by their step index k):
     when ``VM`` has rows, the change ``Delta_k`` of the dual state made at global step
@@ -40,10 +45,25 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     work = np.empty(oracle_work_size(kind, max_T, C))
     iwork = np.empty(oracle_iwork_size(kind, max_T, C), dtype=np.int32)
     lam_n = lam * n
-    ell_change = 0.0
     averaging = VM.shape[0] > 0
-    for b in range(blocks.shape[0]):
-        i = blocks[b]
+    weights = np.empty(n)
+    n_unvisited = 0
+    for j in range(n):
+        if np.isinf(gap_estimates[j]):
+            n_unvisited += 1
+            weights[j] = 0.0
+        else:
+            weights[j] = max(gap_estimates[j], 0.0)
+    tree = sum_tree(weights)
+    for b in range(n_steps):
+        if n_unvisited == 0 and sum_tree_total(tree) <= exit_below:
+            return b
+        if b < first_blocks.shape[0]:
+            i = first_blocks[b]
+        elif gap_sampling and sum_tree_total(tree) > 0.0:
+            i = sum_tree_sample(tree, uniforms[b])
+        else:
+            return b
         t0 = tok_off[i]
         T = tok_off[i + 1] - t0
         U = U_buf[:T]
@@ -67,7 +87,10 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         for j in range(p):
             lin += dq[j] * theta[j]
         gap = lin / n + ell_s - ell_blocks[i]
+        if np.isinf(gap_estimates[i]):
+            n_unvisited -= 1
         gap_estimates[i] = gap
+        sum_tree_update(tree, i, max(gap, 0.0))
         if gap <= 0.0:
             continue
         quad = gram_quadratic(gram, gram_off[i], T, D)
@@ -85,7 +108,6 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         add_outer_into(indptr, indices, data, t0, t0 + T, D, step, W)
         d_ell = gamma * (ell_s - ell_blocks[i])
         ell_blocks[i] += d_ell
-        ell_change += d_ell
         if averaging:
             k = float(step0 + b + 1)
             weight = (k - 1.0) * k / 2.0
@@ -95,4 +117,4 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             for j in range(p):
                 VQ[i, j] += weight * gamma * dq[j]
             Vell[i] += weight * d_ell
-    return ell_change
+    return n_steps

@@ -1,7 +1,7 @@
 """Block-coordinate Frank-Wolfe structured SVM (Lacoste-Julien et al. 2013; spec 002)."""
 from numbers import Integral
 
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..solvers.bcfw import bcfw
 from .base import StructuredEstimator
@@ -15,7 +15,7 @@ class BCFWStructuredSVM(StructuredEstimator):
         P(w) = alpha/2 ||w||^2 + (1/n) sum_i max_y [L(y_i, y) - <w, phi(x_i, y_i) - phi(x_i, y)>],
 
     by Frank-Wolfe steps on one block of the dual (3) at a time, each with an exact line search
-    (spec 002 §2). The exact duality gap (5), an upper bound on ``P(w) - P*``, is computed every
+    (spec 002 §2), the blocks picked by their duality gaps (spec 002 §3). The exact duality gap (5), an upper bound on ``P(w) - P*``, is computed every
     ``gap_check`` passes; fitting stops when it falls below ``tol``.
 
     Parameters
@@ -31,6 +31,10 @@ class BCFWStructuredSVM(StructuredEstimator):
         Stop when the certified duality gap is below ``tol`` (absolute, scale of eq. (1)).
     gap_check : int, default=10
         Passes between exact duality-gap computations (one batched oracle pass each).
+    sampling : {"gap", "uniform", "perm"}, default="gap"
+        How the block of each step is picked: with probability proportional to its last
+        computed duality gap (Osokin et al. 2016, Alg. 2; blocks never visited come first),
+        uniformly at random (the original BCFW), or in a fresh random permutation every pass.
     averaging : bool, default=False
         Return the weighted average of the iterates (iterate ``k`` weighted by ``k``,
         Lacoste-Julien et al. 2013) instead of the last one. It often predicts better after few
@@ -75,16 +79,19 @@ class BCFWStructuredSVM(StructuredEstimator):
     _parameter_constraints = {
         **StructuredEstimator._parameter_constraints,
         "gap_check": [Interval(Integral, 1, None, closed="left")],
+        "sampling": [StrOptions({"gap", "uniform", "perm"})],
         "averaging": ["boolean"],
     }
 
     def __init__(self, structure, alpha=None, max_iter=100, tol=1e-2, gap_check=10,
-                 averaging=False, random_state=None, verbose=0, warm_start=False, n_jobs=None):
+                 sampling="gap", averaging=False, random_state=None, verbose=0, warm_start=False,
+                 n_jobs=None):
         self.structure = structure
         self.alpha = alpha
         self.max_iter = max_iter
         self.tol = tol
         self.gap_check = gap_check
+        self.sampling = sampling
         self.averaging = averaging
         self.random_state = random_state
         self.verbose = verbose
@@ -101,7 +108,8 @@ class BCFWStructuredSVM(StructuredEstimator):
         if init is not None and init.M.shape[0] != problem.tok_offsets[-1]:
             raise ValueError("warm_start=True needs the same training data as the previous fit.")
         result = bcfw(problem, alpha, max_iter=self.max_iter, tol=self.tol,
-                      gap_check=self.gap_check, averaging=self.averaging,
+                      gap_check=self.gap_check, sampling=self.sampling,
+                      averaging=self.averaging,
                       random_state=seed, init=init,
                       n_jobs=self.n_jobs, verbose=self.verbose)
         cert = result.certificate

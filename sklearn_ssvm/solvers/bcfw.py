@@ -91,14 +91,30 @@ class BCFWResult:
     history: list
 
 
-def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, averaging=False,
-         random_state=None, init=None, n_jobs=None, verbose=0):
+SAMPLINGS = ("gap", "uniform", "perm")
+
+
+def _pass_order(sampling, estimates, rng):
+    """Blocks a pass starts with, and the uniforms of its gap-sampling draws."""
+    n = estimates.shape[0]
+    if sampling == "uniform":
+        return rng.integers(0, n, size=n), np.zeros(0)
+    if sampling == "perm":
+        return rng.permutation(n), np.zeros(0)
+    # gap sampling: never-visited blocks (estimate +inf) first, in random order (spec 002 §3.1)
+    unvisited = rng.permutation(np.flatnonzero(np.isinf(estimates)))
+    return unvisited, rng.random(n)
+
+
+def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap",
+         averaging=False, random_state=None, init=None, n_jobs=None, verbose=0):
     """Minimise ``alpha/2 ||w||^2 + mean_i H~_i(w)`` by block-coordinate Frank-Wolfe.
 
-    Each pass makes ``n`` steps on blocks drawn uniformly at random, each with the exact line
-    search of spec 002 §2. The exact duality gap (a certificate: ``P(w) - P* <= gap``) is
-    computed every ``gap_check`` passes, after the last one, and whenever the block-gap
-    estimates of the pass sum below ``0.8 tol``; the solver stops once it is ``<= tol``.
+    Each pass makes up to ``n`` steps, each on one block with the exact line search of spec 002
+    §2. The exact duality gap (a certificate: ``P(w) - P* <= gap``) is computed every
+    ``gap_check`` passes, after the last one, and whenever the block-gap estimates sum below
+    ``0.8 tol`` (the pass then stops early); the solver stops once it is ``<= tol``. Exact gap
+    passes refresh every block's gap estimate.
 
     Parameters
     ----------
@@ -112,6 +128,9 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, averaging=Fals
         Target exact duality gap, on the scale of eq. (1).
     gap_check : int
         Passes between exact gap computations (the paper's 10).
+    sampling : {"gap", "uniform", "perm"}
+        How blocks are picked: proportionally to their last computed gap (spec 002 Alg. 2,
+        unvisited blocks first), uniformly at random, or in a random permutation each pass.
     averaging : bool
         Return (and certify) the weighted average of the iterates, iterate ``k`` weighted by
         ``k`` (Lacoste-Julien et al. 2013). The averaged dual point is feasible, so its
@@ -144,27 +163,35 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, averaging=Fals
     calls = 0
     cert = None
     converged = False
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}.")
+    steps = 0
+    # the heuristic exit watches the last iterate's gaps; with averaging the average is certified
+    exit_below = -1.0 if averaging else HEURISTIC_EXIT * tol
     with numba_threads(n_jobs), progress_bar(max_iter, verbose, "BCFW") as bar:
         for it in range(1, max_iter + 1):
-            blocks = rng.integers(0, n, size=n)
-            bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta,
-                      state.M, state.Q, state.ell_blocks, alpha, blocks, estimates,
-                      (it - 1) * n, averages.M, averages.Q, averages.ell_blocks)
-            calls += n
+            first, uniforms = _pass_order(sampling, estimates, rng)
+            done = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W,
+                             theta, state.M, state.Q, state.ell_blocks, alpha, first, n,
+                             uniforms, sampling == "gap", exit_below, estimates,
+                             steps, averages.M, averages.Q, averages.ell_blocks)
+            steps += done
+            calls += done
             record = {"pass": it, "oracle_calls": calls, "gap_estimate": estimates.sum()}
-            if (it % gap_check == 0 or it == max_iter
-                    or estimates.sum() <= HEURISTIC_EXIT * tol):
+            if it % gap_check == 0 or it == max_iter or done < n:
                 coef[:] = weights(problem, state, alpha)  # resync: incremental updates drift
-                if averaging:
-                    steps = it * n
+                if averaging and done == 0:  # the estimates stall the pass: refresh them
+                    estimates[:] = certificate(problem, state, coef, alpha).block_gaps
+                    calls += n
+                if averaging and steps > 0:
                     certified = state.minus(averages, 2.0 / (steps * (steps + 1.0)))
                     certified_coef = weights(problem, certified, alpha)
                 else:
                     certified, certified_coef = state, coef
                 cert = certificate(problem, certified, certified_coef, alpha)
                 calls += n
-                if not averaging:
-                    estimates[:] = np.maximum(cert.block_gaps, 0.0)
+                if not averaging:  # exact gaps of the current iterate: fresh estimates
+                    estimates[:] = cert.block_gaps
                 record.update(oracle_calls=calls, primal=cert.primal, dual=cert.dual,
                               gap=cert.gap)
                 converged = cert.gap <= tol
