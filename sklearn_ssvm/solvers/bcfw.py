@@ -85,6 +85,7 @@ class BCFWResult:
     state: DualState
     certificate: Certificate
     certified_state: DualState
+    gap_estimates: np.ndarray
     n_iter: int
     n_oracle_calls: int
     converged: bool
@@ -147,7 +148,8 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
     -------
     BCFWResult
         ``coef`` and ``certificate`` belong to the certified point (the average with
-        ``averaging``), ``state`` is the last iterate (to warm start from).
+        ``averaging``), ``state`` is the last iterate (to warm start from), ``gap_estimates``
+        the last known gap of each block at the last iterate (exact after an exact check).
     """
     rng = np.random.default_rng(random_state)
     n = problem.n_samples
@@ -202,5 +204,5 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
             if converged:
                 break
     return BCFWResult(coef=certified_coef.copy(), state=state, certificate=cert,
-                      certified_state=certified, n_iter=it,
+                      certified_state=certified, gap_estimates=estimates, n_iter=it,
                       n_oracle_calls=calls, converged=converged, history=history)
