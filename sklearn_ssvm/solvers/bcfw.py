@@ -108,7 +108,8 @@ def _pass_order(sampling, estimates, rng):
 
 
 def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap",
-         averaging=False, random_state=None, init=None, n_jobs=None, verbose=0):
+         averaging=False, random_state=None, init=None, init_estimates=None, n_jobs=None,
+         verbose=0):
     """Minimise ``alpha/2 ||w||^2 + mean_i H~_i(w)`` by block-coordinate Frank-Wolfe.
 
     Each pass makes up to ``n`` steps, each on one block with the exact line search of spec 002
@@ -139,6 +140,9 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
     random_state : numpy Generator, int or None
     init : DualState or None
         Warm start from this dual point (its ``w`` is recomputed at ``alpha``).
+    init_estimates : ndarray or None
+        Block gap estimates at ``init`` (default: unknown, ``+inf``, so every block is visited
+        before gap sampling starts).
     n_jobs : int or None
         Threads of the batched exact-gap passes.
     verbose : int
@@ -157,7 +161,7 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
     coef = weights(problem, state, alpha) if init is not None else np.zeros(problem.n_params)
     W, theta = problem.split_coef(coef)
     gram, gram_off = problem.gram
-    estimates = np.full(n, np.inf)
+    estimates = np.full(n, np.inf) if init_estimates is None else np.array(init_estimates, float)
     averages = DualState.zeros_like(state, rows=averaging)
     certified = state
     clock = Clock()
