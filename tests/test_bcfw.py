@@ -1,5 +1,5 @@
 """BCFW: duality identities, bookkeeping, and agreement with independent solvers."""
-import itertools
+from dataclasses import astuple
 
 import numpy as np
 import pytest
@@ -169,9 +169,10 @@ def test_weighted_averaging_is_the_weighted_mean_of_iterates():
     alpha = 0.1
     # one step per call: the k-th call's iterate is w^(k)
     from sklearn_ssvm._kernels.bcfw import bcfw_pass
-    from sklearn_ssvm.solvers.bcfw import DualState
+    from sklearn_ssvm.solvers.bcfw import ActiveSets, DualState
     state = DualState.at_labels(problem)
     averages = DualState.zeros_like(state)
+    no_atoms = astuple(ActiveSets.none(problem))
     coef = np.zeros(problem.n_params)
     W, theta = problem.split_coef(coef)
     gram, gram_off = problem.gram
@@ -179,9 +180,8 @@ def test_weighted_averaging_is_the_weighted_mean_of_iterates():
     total = np.zeros_like(coef)
     for k, i in enumerate(blocks, start=1):
         bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, state.M,
-                  state.Q, state.ell_blocks, alpha, np.array([i]), 1, np.zeros(0), False, -1.0,
-                  np.zeros(problem.n_samples), k - 1, averages.M, averages.Q,
-                  averages.ell_blocks)
+                  state.Q, state.ell_blocks, alpha, np.array([i]), 0, 1, np.zeros(0), False,
+                  -1.0, np.zeros(problem.n_samples), 0, *no_atoms, k - 1, *averages.arrays())
         total += k * coef
     K = len(blocks)
     mean = total / (K * (K + 1) / 2)
@@ -216,7 +216,7 @@ def test_every_sampling_reaches_the_same_optimum(sampling):
 def test_gap_sampling_visits_every_block_first_then_follows_the_gaps():
     """Alg. 2 with +inf initial estimates: the first pass is a permutation (spec 002 §3.1)."""
     from sklearn_ssvm._kernels.bcfw import bcfw_pass
-    from sklearn_ssvm.solvers.bcfw import DualState, _pass_order
+    from sklearn_ssvm.solvers.bcfw import ActiveSets, DualState, _pass_order
     rng = np.random.default_rng(10)
     X, Y = chain_data(rng, n=12)
     problem = ChainCRF().prepare(X, Y)
@@ -229,17 +229,19 @@ def test_gap_sampling_visits_every_block_first_then_follows_the_gaps():
     no_avg = DualState.zeros_like(state, rows=False)
     first, uniforms = _pass_order("gap", estimates, rng)
     assert sorted(first) == list(range(n))
-    done = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta,
-                     state.M, state.Q, state.ell_blocks, 0.1, first, n, uniforms, True, -1.0,
-                     estimates, 0, no_avg.M, no_avg.Q, no_avg.ell_blocks)
+    done, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta,
+                        state.M, state.Q, state.ell_blocks, 0.1, first, 0, n, uniforms, True,
+                        -1.0, estimates, 0, *astuple(ActiveSets.none(problem)), 0,
+                        *no_avg.arrays())
     assert done == n and np.all(np.isfinite(estimates))
     # a block whose estimate is 0 is never drawn again; with all estimates 0 the pass stops
     estimates[:] = 0.0
     first, uniforms = _pass_order("gap", estimates, rng)
     assert len(first) == 0
-    done = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta,
-                     state.M, state.Q, state.ell_blocks, 0.1, first, n, uniforms, True, -1.0,
-                     estimates, 0, no_avg.M, no_avg.Q, no_avg.ell_blocks)
+    done, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta,
+                        state.M, state.Q, state.ell_blocks, 0.1, first, 0, n, uniforms, True,
+                        -1.0, estimates, 0, *astuple(ActiveSets.none(problem)), 0,
+                        *no_avg.arrays())
     assert done == 0
 
 
@@ -255,3 +257,124 @@ def test_gap_sampling_needs_fewer_passes_than_uniform():
         assert all(r.converged_ for r in runs)
         calls[sampling] = np.median([r.n_oracle_calls_ for r in runs])
     assert calls["gap"] < calls["uniform"]
+
+
+# -- pairwise and away steps (spec 002 §4, §11 items 2, 4, 10, 18, 19) -----------------------
+
+@pytest.mark.parametrize("step", ["pairwise", "away"])
+@pytest.mark.parametrize("data", ["random", "ocr"])
+def test_active_sets_stay_consistent(step, data):
+    from sklearn_ssvm._kernels.bcfw import AWAY, PAIRWISE, bcfw_pass, state_from_atoms
+    from sklearn_ssvm.datasets import load_ocr_letters
+    from sklearn_ssvm.solvers.bcfw import ActiveSets, DualState
+    rng = np.random.default_rng(12)
+    if data == "ocr":  # real data: the oracle often returns an active labeling (y* == y_a)
+        ocr = load_ocr_letters()
+        X, Y = ocr.data[:60], ocr.target[:60]
+    else:
+        X, Y = chain_data(rng, n=25)
+    problem = ChainCRF().prepare(X, Y)
+    n, alpha = problem.n_samples, 0.01
+    state = DualState.at_labels(problem)
+    atoms = ActiveSets.at_labels(problem, capacity=64)
+    coef = np.zeros(problem.n_params)
+    W, theta = problem.split_coef(coef)
+    gram, gram_off = problem.gram
+    no_avg = DualState.zeros_like(state, rows=False)
+    estimates = np.full(n, np.inf)
+    duals = []
+    for _ in range(15):
+        done, full = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W,
+                               theta, state.M, state.Q, state.ell_blocks, alpha,
+                               rng.integers(0, n, size=n), 0, n, np.zeros(0), False, -1.0,
+                               estimates, PAIRWISE if step == "pairwise" else AWAY,
+                               atoms.labels, atoms.weights, atoms.count, 0, *no_avg.arrays())
+        assert done == n and not full
+        duals.append(state.ell_blocks.sum() - 0.5 * alpha * coef @ coef)
+        for i in range(n):
+            w = atoms.weights[i, :atoms.count[i]]
+            assert atoms.count[i] >= 1
+            assert np.all(w > 0) and abs(w.sum() - 1) <= 1e-12
+            assert np.all(atoms.weights[i, atoms.count[i]:] == 0)
+        # incremental state == state rebuilt from the atoms, and w == A alpha
+        rebuilt = state.copy()
+        state_from_atoms(problem.kind, problem.edges, problem.tok_offsets, problem.y,
+                         problem.node_offsets, atoms.labels, atoms.weights.copy(), atoms.count,
+                         rebuilt.M, rebuilt.Q, rebuilt.ell_blocks)
+        np.testing.assert_allclose(rebuilt.M, state.M, atol=1e-12)
+        np.testing.assert_allclose(rebuilt.Q, state.Q, atol=1e-12)
+        np.testing.assert_allclose(rebuilt.ell_blocks, state.ell_blocks, atol=1e-14)
+        np.testing.assert_allclose(weights(problem, state, alpha), coef, atol=1e-10)
+    assert np.all(np.diff(duals) >= -1e-12)  # every step is an exact line search on f
+    assert atoms.count.max() > 1
+
+
+@pytest.mark.parametrize("step", ["pairwise", "away"])
+def test_pairwise_and_away_reach_the_qp_optimum(step):
+    rng = np.random.default_rng(5)
+    X, Y = chain_data(rng, n=6, n_features=2, n_labels=2, max_len=3)
+    alpha = 0.2
+    est = BCFWStructuredSVM(ChainCRF(), alpha=alpha, max_iter=3000, tol=1e-8, step=step,
+                            random_state=0).fit(X, Y)
+    p_star = qp_chain_optimum(est.structure_, X, Y, alpha)
+    assert est.converged_ and est.duality_gap_ <= 1e-8
+    assert est.primal_objective_ == pytest.approx(p_star, abs=1e-7)
+
+
+def test_pairwise_binary_matches_linear_svc_to_1e6():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    y = np.sign(X @ rng.normal(size=5) + 0.5 * rng.normal(size=60))
+    alpha = 0.05
+    est = BCFWStructuredSVM(BinarySVM(), alpha=alpha, max_iter=5000, tol=1e-10, step="pairwise",
+                            random_state=0).fit(X, y)
+    svc = LinearSVC(loss="hinge", C=1 / (alpha * len(y)), fit_intercept=False, tol=1e-10,
+                    max_iter=1000000).fit(X, y)
+    w = svc.coef_.ravel()
+    p_svc = 0.5 * alpha * w @ w + np.maximum(0, 1 - y * (X @ w)).mean()
+    assert est.converged_
+    assert est.primal_objective_ == pytest.approx(p_svc, rel=1e-6)
+
+
+def test_pairwise_multiclass_matches_crammer_singer_to_1e6():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 4))
+    y = np.argmax(X @ rng.normal(size=(4, 3)) + 0.5 * rng.normal(size=(60, 3)), axis=1)
+    alpha = 0.05
+    est = BCFWStructuredSVM(MulticlassSVM(), alpha=alpha, max_iter=5000, tol=1e-10,
+                            step="pairwise", random_state=0).fit(X, y)
+    svc = LinearSVC(multi_class="crammer_singer", C=1 / (alpha * len(y)), fit_intercept=False,
+                    tol=1e-10, max_iter=1000000).fit(X, y)
+    scores = X @ svc.coef_.T
+    hinge = np.max(scores + (np.arange(3)[None] != y[:, None]), axis=1) - scores[np.arange(60), y]
+    p_svc = 0.5 * alpha * np.sum(svc.coef_ ** 2) + hinge.mean()
+    assert est.converged_
+    assert est.primal_objective_ == pytest.approx(p_svc, rel=1e-6)
+
+
+def test_active_set_store_grows_when_full():
+    rng = np.random.default_rng(13)
+    X, Y = chain_data(rng, n=10)
+    problem = ChainCRF().prepare(X, Y)
+    from sklearn_ssvm.solvers.bcfw import ActiveSets, DualState
+    init = DualState.at_labels(problem)
+    tiny = ActiveSets.at_labels(problem, capacity=1)
+    res = bcfw(problem, 0.05, max_iter=20, tol=0.0, step="pairwise", random_state=0, init=init,
+               init_active_sets=tiny)
+    assert res.active_sets.labels.shape[0] > 1
+    assert res.active_sets.count.max() > 1
+    cert = certificate(problem, res.state, weights(problem, res.state, 0.05), 0.05)
+    assert cert.gap == pytest.approx(res.certificate.gap)
+
+
+def test_warm_start_keeps_the_active_sets():
+    rng = np.random.default_rng(14)
+    X, Y = chain_data(rng)
+    est = BCFWStructuredSVM(ChainCRF(), alpha=0.1, max_iter=3, tol=0.0, step="pairwise",
+                            warm_start=True, random_state=0).fit(X, Y)
+    dual0 = est.dual_objective_
+    est.fit(X, Y)
+    assert est.dual_objective_ >= dual0 - 1e-12
+    with pytest.raises(ValueError, match="active sets"):
+        est.set_params(step="fw").fit(X, Y)
+        est.set_params(step="pairwise").fit(X, Y)

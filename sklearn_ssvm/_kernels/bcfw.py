@@ -1,47 +1,97 @@
-"""One pass of block-coordinate Frank-Wolfe in label space (spec 002 Alg. 1).
+"""One pass of block-coordinate Frank-Wolfe in label space (spec 002 Alg. 1, 3, 4).
 
 The block ``i`` of the dual is kept as expected label statistics ``M_i = E_{alpha_i} S(y)``
 (rows ``tok_off[i]:tok_off[i+1]`` of ``M``) and ``Q_i = E_{alpha_i} q(y)``, plus
 ``ell_i = b_(i)^T alpha_(i)``. Then ``w_i = [phi(x_i, y_i) - (X_i^T M_i (+) Q_i)] / (lambda n)``:
 memory is O(sum_i T_i C), never n dense d-vectors (ARCHITECTURE.md).
+
+Every step type moves block i along a direction ``(D, dq, dl)`` in label space (``D`` for
+``M_i``, ``dq`` for ``Q_i``, ``dl`` for ``ell_i``) with an exact line search on ``[0, gamma_max]``:
+
+- Frank-Wolfe (Alg. 1): towards the oracle's corner, ``D = S(y*) - M_i``, ``gamma_max = 1``;
+- pairwise (Alg. 3): mass from the away atom to the corner, ``D = S(y*) - S(y_a)``,
+  ``gamma_max = alpha_a``;
+- away (Alg. 4): away from the atom, ``D = M_i - S(y_a)``, ``gamma_max = alpha_a / (1 - alpha_a)``.
+
+Along a direction, ``f(gamma)`` decreases at rate ``N = (<D, U> + <dq, theta>)/n + dl`` and has
+curvature ``(||X_i^T D||^2 + ||dq||^2) / (lambda n^2)``, so ``gamma* = N lambda n^2 / quad``.
+Pairwise and away steps need the active set of each block: its atoms are stored as labelings
+(``atom_y[k, node_off[i]:node_off[i+1]]``) with weights ``atom_w[i, k]`` (``atom_n[i]`` of them).
 """
 import numpy as np
 from numba import njit
 
 from .batch import max_length
+from .labelings import (add_stats, label_loss, oracle, oracle_iwork_size, oracle_work_size,
+                        stats_score)
 from .sampling import sum_tree, sum_tree_sample, sum_tree_total, sum_tree_update
-from .labelings import add_stats, label_loss, oracle, oracle_iwork_size, oracle_work_size
 from .sparse import add_outer_into, gram_quadratic, unary_scores_into
+
+FW = 0
+PAIRWISE = 1
+AWAY = 2
+
+
+@njit(cache=True, nogil=True)
+def _find_atom(atom_y, atom_n, i, n0, n1, ys):
+    """Index of the atom of block ``i`` whose labeling is ``ys``, or -1."""
+    for k in range(atom_n[i]):
+        same = True
+        for j in range(n1 - n0):
+            if atom_y[k, n0 + j] != ys[j]:
+                same = False
+                break
+        if same:
+            return k
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _remove_atom(atom_y, atom_w, atom_n, i, n0, n1, k):
+    """Drop atom ``k`` of block ``i`` (the last atom takes its place)."""
+    last = atom_n[i] - 1
+    if k != last:
+        atom_y[k, n0:n1] = atom_y[last, n0:n1]
+        atom_w[i, k] = atom_w[i, last]
+    atom_w[i, last] = 0.0
+    atom_n[i] = last
 
 
 @njit(cache=True, nogil=True)
 def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, gram,
-              gram_off, W, theta, M, Q, ell_blocks, lam, first_blocks, n_steps, uniforms,
-              gap_sampling, exit_below, gap_estimates, step0, VM, VQ, Vell):
-    """Up to ``n_steps`` Frank-Wolfe steps with exact line search, one block each.
+              gram_off, W, theta, M, Q, ell_blocks, lam, first_blocks, start, n_steps, uniforms,
+              gap_sampling, exit_below, gap_estimates, step_type, atom_y, atom_w, atom_n, step0,
+              VM, VQ, Vell):
+    """Steps ``start .. n_steps - 1`` of a pass, one block each, with exact line searches.
 
     The blocks are ``first_blocks`` in order, then (``gap_sampling``) blocks drawn with
     probability proportional to their gap estimates (spec 002 Alg. 2) through a sum tree, using
-    one number of ``uniforms`` per draw. Each visited block's gap ``g_i``, computed before its
-    step (Alg. 1 line 6), is stored in ``gap_estimates`` (``+inf``: never visited). Once every
+    ``uniforms[b]`` for draw ``b``. Each visited block's Frank-Wolfe gap ``g_i``, computed before
+    its step (Alg. 1 line 6), is stored in ``gap_estimates`` (``+inf``: never visited). Once every
     block has an estimate, the pass stops early when their sum falls to ``exit_below`` or to 0
-    (the heuristic exit of spec 002 §3.2: time for an exact gap). Updates ``W, theta, M, Q,
-    ell_blocks`` in place and returns the number of steps made.
+    (the heuristic exit of spec 002 §3.2: time for an exact gap).
 
-    Weighted averaging (Lacoste-Julien et al. 2013, iterates weighted by their step index k):
-    when ``VM`` has rows, the change ``Delta_k`` of the dual state made at global step
-    ``k = step0 + b + 1`` is accumulated as ``V += (k - 1) k / 2 * Delta_k``, so that the average
-    ``sum_k k state_k / (K (K + 1) / 2)`` is ``state_K - V / (K (K + 1) / 2)`` at any time,
-    for O(T_i C) work per step. The averaged dual point is feasible, so its gap is exact.
+    ``step_type`` is ``FW``, ``PAIRWISE`` or ``AWAY``; the last two maintain the atoms. Weighted
+    averaging (Lacoste-Julien et al. 2013, iterate k weighted by k): when ``VM`` has rows, the
+    change ``Delta_k`` of the dual state at global step ``k = step0 + b + 1`` is accumulated as
+    ``V += (k - 1) k / 2 * Delta_k``, so that the average is ``state_K - V / (K (K + 1) / 2)``.
+
+    Returns ``(steps_done, needs_room)``: ``needs_room`` is True when a block's atom store is full
+    and step ``steps_done`` could not be made; grow ``atom_y``/``atom_w`` and call again with
+    ``start = steps_done``.
     """
     n = tok_off.shape[0] - 1
     C = W.shape[1]
     p = theta.shape[0]
     max_T = max_length(tok_off)
+    cap = atom_w.shape[1]
     U_buf = np.empty((max_T, C))
     D_buf = np.empty((max_T, C))
+    S_buf = np.empty((max_T, C))
     dq = np.empty(p)
+    q_buf = np.empty(p)
     y_buf = np.empty(max_length(node_off), dtype=np.int32)
+    H_atoms = np.empty(cap)
     work = np.empty(oracle_work_size(kind, max_T, C))
     iwork = np.empty(oracle_iwork_size(kind, max_T, C), dtype=np.int32)
     lam_n = lam * n
@@ -55,49 +105,103 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         else:
             weights[j] = max(gap_estimates[j], 0.0)
     tree = sum_tree(weights)
-    for b in range(n_steps):
+    for b in range(start, n_steps):
         if n_unvisited == 0 and sum_tree_total(tree) <= exit_below:
-            return b
+            return b, False
         if b < first_blocks.shape[0]:
             i = first_blocks[b]
         elif gap_sampling and sum_tree_total(tree) > 0.0:
             i = sum_tree_sample(tree, uniforms[b])
         else:
-            return b
+            return b, False
         t0 = tok_off[i]
         T = tok_off[i + 1] - t0
+        n0 = node_off[i]
+        n1 = node_off[i + 1]
         U = U_buf[:T]
         D = D_buf[:T]
         unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
-        yi = y[node_off[i]:node_off[i + 1]]
-        ys = y_buf[:yi.shape[0]]
-        oracle(kind, U, theta, yi, True, edges, parent, order, ys, work, iwork)
-        ell_s = label_loss(kind, yi, ys) / n
-        # D = S(y*) - M_i, dq = q(y*) - Q_i: the corner minus the current block, in label space
+        yi = y[n0:n1]
+        ys = y_buf[:n1 - n0]
+        H_s = oracle(kind, U, theta, yi, True, edges, parent, order, ys, work, iwork)
+        L_s = label_loss(kind, yi, ys)
+        # Frank-Wolfe direction D = S(y*) - M_i, dq = q(y*) - Q_i (Alg. 1)
         for t in range(T):
             for c in range(C):
                 D[t, c] = -M[t0 + t, c]
         for j in range(p):
             dq[j] = -Q[i, j]
         add_stats(kind, ys, 1.0, D, dq, edges)
+        dl = L_s / n - ell_blocks[i]
         lin = 0.0
         for t in range(T):
             for c in range(C):
                 lin += D[t, c] * U[t, c]
         for j in range(p):
             lin += dq[j] * theta[j]
-        gap = lin / n + ell_s - ell_blocks[i]
+        gap = lin / n + dl  # the block's Frank-Wolfe gap, eq. (7)
         if np.isinf(gap_estimates[i]):
             n_unvisited -= 1
         gap_estimates[i] = gap
         sum_tree_update(tree, i, max(gap, 0.0))
-        if gap <= 0.0:
+
+        k_star = -1
+        gamma_max = 1.0
+        away = -1
+        numerator = gap
+        if step_type != FW:
+            k_star = _find_atom(atom_y, atom_n, i, n0, n1, ys)
+            if k_star < 0 and atom_n[i] == cap:
+                return b, True
+            # away atom: the active labeling with the smallest H_i (Alg. 3 line 5)
+            for k in range(atom_n[i]):
+                H_atoms[k] = (label_loss(kind, yi, atom_y[k, n0:n1])
+                              + stats_score(kind, U, theta, atom_y[k, n0:n1], edges,
+                                            S_buf[:T], q_buf))
+                if away < 0 or H_atoms[k] < H_atoms[away]:
+                    away = k
+            y_a = atom_y[away, n0:n1]
+            alpha_a = atom_w[i, away]
+            if step_type == PAIRWISE:
+                if k_star == away:  # the corner is the away atom: nothing to move
+                    continue
+                numerator = (H_s - H_atoms[away]) / n
+                gamma_max = alpha_a
+                for t in range(T):
+                    for c in range(C):
+                        D[t, c] = 0.0
+                for j in range(p):
+                    dq[j] = 0.0
+                add_stats(kind, ys, 1.0, D, dq, edges)
+                add_stats(kind, y_a, -1.0, D, dq, edges)
+                dl = (L_s - label_loss(kind, yi, y_a)) / n
+            else:
+                # away gap (Alg. 4): (1/n) [sum_y alpha(y) H(y) - H(y_a)]
+                mean_H = 0.0
+                for k in range(atom_n[i]):
+                    mean_H += atom_w[i, k] * H_atoms[k]
+                away_gap = (mean_H - H_atoms[away]) / n
+                if atom_n[i] > 1 and away_gap >= gap:
+                    numerator = away_gap
+                    gamma_max = alpha_a / (1.0 - alpha_a)
+                    for t in range(T):
+                        for c in range(C):
+                            D[t, c] = M[t0 + t, c]
+                    for j in range(p):
+                        dq[j] = Q[i, j]
+                    add_stats(kind, y_a, -1.0, D, dq, edges)
+                    dl = ell_blocks[i] - label_loss(kind, yi, y_a) / n
+                else:
+                    away = -1  # a Frank-Wolfe step
+        if numerator <= 0.0:
             continue
         quad = gram_quadratic(gram, gram_off[i], T, D)
         for j in range(p):
             quad += dq[j] * dq[j]
-        # gamma = g_i / (lam ||w_i - w_s||^2) with ||w_i - w_s||^2 = quad / (lam n)^2
-        gamma = 1.0 if quad <= 0.0 else min(1.0, gap * lam_n * n / quad)
+        # exact line search: gamma* = N lambda n^2 / quad, clipped to [0, gamma_max]
+        gamma = gamma_max if quad <= 0.0 else min(gamma_max, numerator * lam_n * n / quad)
+        if gamma <= 0.0:
+            continue
         for t in range(T):
             for c in range(C):
                 M[t0 + t, c] += gamma * D[t, c]
@@ -106,15 +210,68 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             Q[i, j] += gamma * dq[j]
             theta[j] += step * dq[j]
         add_outer_into(indptr, indices, data, t0, t0 + T, D, step, W)
-        d_ell = gamma * (ell_s - ell_blocks[i])
-        ell_blocks[i] += d_ell
+        ell_blocks[i] += gamma * dl
         if averaging:
             k = float(step0 + b + 1)
-            weight = (k - 1.0) * k / 2.0
+            weight = (k - 1.0) * k / 2.0 * gamma
             for t in range(T):
                 for c in range(C):
-                    VM[t0 + t, c] += weight * gamma * D[t, c]
+                    VM[t0 + t, c] += weight * D[t, c]
             for j in range(p):
-                VQ[i, j] += weight * gamma * dq[j]
-            Vell[i] += weight * d_ell
-    return n_steps
+                VQ[i, j] += weight * dq[j]
+            Vell[i] += weight * dl
+        if step_type == FW:
+            continue
+        # the atoms follow the step (spec 002 §4, §10.3 pitfall 3)
+        if away < 0 or step_type == PAIRWISE:
+            if step_type == AWAY:  # Frank-Wolfe step: alpha <- (1 - gamma) alpha + gamma e_{y*}
+                for k in range(atom_n[i]):
+                    atom_w[i, k] *= 1.0 - gamma
+            if k_star < 0:
+                k_star = atom_n[i]
+                atom_y[k_star, n0:n1] = ys
+                atom_w[i, k_star] = 0.0
+                atom_n[i] += 1
+            atom_w[i, k_star] += gamma
+            if step_type == PAIRWISE:
+                atom_w[i, away] -= gamma
+                if gamma >= gamma_max:  # drop step
+                    _remove_atom(atom_y, atom_w, atom_n, i, n0, n1, away)
+            elif gamma >= 1.0:  # the block collapses onto y*
+                atom_y[0, n0:n1] = ys
+                atom_w[i, 0] = 1.0
+                for k in range(1, atom_n[i]):
+                    atom_w[i, k] = 0.0
+                atom_n[i] = 1
+        else:  # away step: alpha <- (1 + gamma) alpha - gamma e_{y_a}
+            for k in range(atom_n[i]):
+                atom_w[i, k] *= 1.0 + gamma
+            atom_w[i, away] -= gamma
+            if gamma >= gamma_max:  # drop step
+                _remove_atom(atom_y, atom_w, atom_n, i, n0, n1, away)
+    return n_steps, False
+
+
+@njit(cache=True, nogil=True)
+def state_from_atoms(kind, edges, tok_off, y, node_off, atom_y, atom_w, atom_n, M, Q,
+                     ell_blocks):
+    """Recompute ``M, Q, ell`` from the atoms, renormalising each block's weights to sum 1.
+
+    Incremental updates drift; solvers call this at every exact check (spec 002 §10.3).
+    """
+    n = tok_off.shape[0] - 1
+    M[:, :] = 0.0
+    Q[:, :] = 0.0
+    for i in range(n):
+        n0 = node_off[i]
+        n1 = node_off[i + 1]
+        total = 0.0
+        for k in range(atom_n[i]):
+            total += atom_w[i, k]
+        ell = 0.0
+        for k in range(atom_n[i]):
+            atom_w[i, k] /= total
+            add_stats(kind, atom_y[k, n0:n1], atom_w[i, k], M[tok_off[i]:tok_off[i + 1]], Q[i],
+                      edges)
+            ell += atom_w[i, k] * label_loss(kind, y[n0:n1], atom_y[k, n0:n1])
+        ell_blocks[i] = ell / n

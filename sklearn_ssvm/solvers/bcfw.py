@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._kernels.batch import stats_from_labels, weights_from_state
-from .._kernels.bcfw import bcfw_pass
+from .._kernels.bcfw import AWAY, FW, PAIRWISE, bcfw_pass, state_from_atoms
 from ._common import Clock, numba_threads, progress_bar
 
 #: early exact check when the stale block-gap estimates sum below this fraction of tol
@@ -43,10 +43,52 @@ class DualState:
     def copy(self):
         return DualState(self.M.copy(), self.Q.copy(), self.ell_blocks.copy())
 
+    def arrays(self):
+        return self.M, self.Q, self.ell_blocks
+
     def minus(self, other, scale):
         """``self - scale * other``, entry by entry."""
         return DualState(self.M - scale * other.M, self.Q - scale * other.Q,
                          self.ell_blocks - scale * other.ell_blocks)
+
+
+@dataclass
+class ActiveSets:
+    """The atoms of every block, stored as labelings (spec 002 §4.1, §10.3 'labels').
+
+    Atom ``k`` of block ``i`` is the labeling ``labels[k, node_offsets[i]:node_offsets[i+1]]``
+    with weight ``weights[i, k] = alpha_i(y)``; block ``i`` has ``count[i]`` atoms.
+    """
+
+    labels: np.ndarray
+    weights: np.ndarray
+    count: np.ndarray
+
+    @classmethod
+    def at_labels(cls, problem, capacity=8):
+        """One atom per block, the true labeling, with weight 1 (Alg. 3 lines 2-3)."""
+        labels = np.zeros((capacity, problem.y.shape[0]), dtype=np.int32)
+        labels[0] = problem.y
+        weights = np.zeros((problem.n_samples, capacity))
+        weights[:, 0] = 1.0
+        return cls(labels, weights, np.ones(problem.n_samples, dtype=np.int32))
+
+    @classmethod
+    def none(cls, problem):
+        """Empty store, for plain Frank-Wolfe steps."""
+        return cls(np.zeros((0, problem.y.shape[0]), dtype=np.int32),
+                   np.zeros((problem.n_samples, 0)), np.zeros(problem.n_samples, np.int32))
+
+    def grown(self):
+        """The same atoms with twice the room per block."""
+        extra = max(self.labels.shape[0], 1)
+        return ActiveSets(np.vstack([self.labels, np.zeros((extra, self.labels.shape[1]),
+                                                           dtype=np.int32)]),
+                          np.hstack([self.weights, np.zeros((self.weights.shape[0], extra))]),
+                          self.count)
+
+    def copy(self):
+        return ActiveSets(self.labels.copy(), self.weights.copy(), self.count.copy())
 
 
 @dataclass
@@ -85,6 +127,7 @@ class BCFWResult:
     state: DualState
     certificate: Certificate
     certified_state: DualState
+    active_sets: ActiveSets
     gap_estimates: np.ndarray
     n_iter: int
     n_oracle_calls: int
@@ -93,6 +136,7 @@ class BCFWResult:
 
 
 SAMPLINGS = ("gap", "uniform", "perm")
+STEPS = {"fw": FW, "pairwise": PAIRWISE, "away": AWAY}
 
 
 def _pass_order(sampling, estimates, rng):
@@ -107,9 +151,9 @@ def _pass_order(sampling, estimates, rng):
     return unvisited, rng.random(n)
 
 
-def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap",
-         averaging=False, random_state=None, init=None, init_estimates=None, n_jobs=None,
-         verbose=0):
+def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap", step="fw",
+         averaging=False, random_state=None, init=None, init_active_sets=None,
+         init_estimates=None, n_jobs=None, verbose=0):
     """Minimise ``alpha/2 ||w||^2 + mean_i H~_i(w)`` by block-coordinate Frank-Wolfe.
 
     Each pass makes up to ``n`` steps, each on one block with the exact line search of spec 002
@@ -133,6 +177,10 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
     sampling : {"gap", "uniform", "perm"}
         How blocks are picked: proportionally to their last computed gap (spec 002 Alg. 2,
         unvisited blocks first), uniformly at random, or in a random permutation each pass.
+    step : {"fw", "pairwise", "away"}
+        Frank-Wolfe steps (Alg. 1), block pairwise steps (Alg. 3: mass moves from the worst
+        active labeling to the oracle's) or away steps (Alg. 4). The last two keep each block's
+        active set of labelings and converge linearly in practice (spec 002 §4).
     averaging : bool
         Return (and certify) the weighted average of the iterates, iterate ``k`` weighted by
         ``k`` (Lacoste-Julien et al. 2013). The averaged dual point is feasible, so its
@@ -140,6 +188,8 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
     random_state : numpy Generator, int or None
     init : DualState or None
         Warm start from this dual point (its ``w`` is recomputed at ``alpha``).
+    init_active_sets : ActiveSets or None
+        The atoms of ``init``; required to warm start pairwise or away steps.
     init_estimates : ndarray or None
         Block gap estimates at ``init`` (default: unknown, ``+inf``, so every block is visited
         before gap sampling starts).
@@ -171,21 +221,42 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
     converged = False
     if sampling not in SAMPLINGS:
         raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}.")
+    if step not in STEPS:
+        raise ValueError(f"step must be one of {tuple(STEPS)}, got {step!r}.")
+    if step == "fw":
+        atoms = ActiveSets.none(problem)
+    elif init is None:
+        atoms = ActiveSets.at_labels(problem)
+    elif init_active_sets is None:
+        raise ValueError(f"step={step!r} needs the active sets of the warm start; a dual point "
+                         "reached by Frank-Wolfe steps alone does not have them.")
+    else:
+        atoms = init_active_sets.copy()
     steps = 0
     # the heuristic exit watches the last iterate's gaps; with averaging the average is certified
     exit_below = -1.0 if averaging else HEURISTIC_EXIT * tol
     with numba_threads(n_jobs), progress_bar(max_iter, verbose, "BCFW") as bar:
         for it in range(1, max_iter + 1):
             first, uniforms = _pass_order(sampling, estimates, rng)
-            done = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W,
-                             theta, state.M, state.Q, state.ell_blocks, alpha, first, n,
-                             uniforms, sampling == "gap", exit_below, estimates,
-                             steps, averages.M, averages.Q, averages.ell_blocks)
+            args = (*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta,
+                    state.M, state.Q, state.ell_blocks, alpha, first)
+            rest = (n, uniforms, sampling == "gap", exit_below, estimates, STEPS[step])
+            done, needs_room = bcfw_pass(*args, 0, *rest, atoms.labels, atoms.weights,
+                                         atoms.count, steps, *averages.arrays())
+            while needs_room:  # a block's active set is full: double the room, go on
+                atoms = atoms.grown()
+                done, needs_room = bcfw_pass(*args, done, *rest, atoms.labels, atoms.weights,
+                                             atoms.count, steps, *averages.arrays())
             steps += done
             calls += done
             record = {"pass": it, "oracle_calls": calls, "gap_estimate": estimates.sum()}
             if it % gap_check == 0 or it == max_iter or done < n:
-                coef[:] = weights(problem, state, alpha)  # resync: incremental updates drift
+                # resync: incremental updates drift (spec 002 §10.3)
+                if step != "fw":
+                    state_from_atoms(problem.kind, problem.edges, problem.tok_offsets, problem.y,
+                                     problem.node_offsets, atoms.labels, atoms.weights,
+                                     atoms.count, state.M, state.Q, state.ell_blocks)
+                coef[:] = weights(problem, state, alpha)
                 if averaging and done == 0:  # the estimates stall the pass: refresh them
                     estimates[:] = certificate(problem, state, coef, alpha).block_gaps
                     calls += n
@@ -208,5 +279,6 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
             if converged:
                 break
     return BCFWResult(coef=certified_coef.copy(), state=state, certificate=cert,
-                      certified_state=certified, gap_estimates=estimates, n_iter=it,
+                      certified_state=certified, active_sets=atoms,
+                      gap_estimates=estimates, n_iter=it,
                       n_oracle_calls=calls, converged=converged, history=history)

@@ -1,0 +1,840 @@
+"""Regularization paths of the structured SVM (spec 002 §8; Osokin et al. 2016, §4, App. A).
+
+:func:`regularization_path` builds an **eps-approximate path**: a piecewise constant ``w(alpha)``
+(linear in ``1/alpha`` above the largest breakpoint) whose duality gap at every ``alpha`` of the
+covered range is at most ``eps``, so that ``P_alpha(w(alpha)) - P*_alpha <= eps``. The largest
+useful ``alpha`` is found in closed form (Alg. 6, eq. (11)); each next breakpoint follows from
+Proposition 1 (eq. (12), (13)): rescaling the dual towards the true labelings keeps ``w`` and
+moves the duality gap by a known, affine amount, so one can step down in ``alpha`` exactly as far
+as the gap budget ``eps`` allows, then re-solve (Alg. 7) until the gap is back below
+``kappa * eps``.
+
+:func:`grid_search_path` is the paper's baseline (§5.2, App. K): BCFW solved to a fixed gap on a
+grid of ``alpha``, cold or warm started.
+
+Notation: ``alpha`` is the paper's ``lambda`` everywhere (eq. (1)), the estimators' name for it.
+The dual is kept in label space (:class:`~sklearn_ssvm.solvers.bcfw.DualState`): block ``i`` holds
+``M_i = E_{alpha_i} S(y)``, ``Q_i = E_{alpha_i} q(y)`` and ``ell_i = sum_y alpha_i(y) L_i(y) / n``,
+and ``w_i = [phi(x_i, y_i) - (X_i^T M_i (+) Q_i)] / (alpha n)``.
+"""
+import copy
+import dataclasses
+import time
+import warnings
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import Parallel, delayed
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+from ._kernels.batch import stats_from_labels
+from .solvers._common import numba_threads
+from .solvers.bcfw import DualState, bcfw, certificate, weights
+
+__all__ = ["GridSearchPath", "PathStart", "RegularizationPath", "block_deltas",
+           "grid_search_path", "initialize_path", "keep_primal_rescale", "regularization_path"]
+
+#: why :func:`regularization_path` stopped
+STOP_REASONS = ("delta_le_tau", "alpha_min", "max_breakpoints", "time_budget", "not_converged",
+                "degenerate")
+
+#: default ``kappa`` (fraction of ``eps`` each breakpoint is solved to), paper App. K
+KAPPA_EXACT = 0.9
+KAPPA_HEURISTIC = 0.7
+
+
+# ----------------------------------------------------------------------------------------------
+# label-space helpers
+# ----------------------------------------------------------------------------------------------
+
+def _token_matrix(problem):
+    return sp.csr_matrix((problem.data, problem.indices, problem.indptr),
+                         shape=(problem.tok_offsets[-1], problem.n_features))
+
+
+def _block_scores(problem, coef, M, Q):
+    """``<U, M_i> + <theta, Q_i>`` per block, ``U = X W``: the score of a (mixed) labeling.
+
+    Linear in ``(M, Q)``; with a difference of label statistics it gives score differences
+    without cancellation. No oracle call.
+    """
+    W, theta = problem.split_coef(coef)
+    U = np.asarray(_token_matrix(problem) @ W)
+    per_token = np.einsum("tc,tc->t", U, M)
+    owner = np.repeat(np.arange(problem.n_samples), np.diff(problem.tok_offsets))
+    scores = np.bincount(owner, weights=per_token, minlength=problem.n_samples)
+    if theta.shape[0]:
+        scores += Q @ theta
+    return scores
+
+
+def block_deltas(problem, state, coef, vertex=None):
+    """``delta_i = ell_i - alpha <w, w_i>`` of Prop. 1 (spec 002 §1.3, §8.3), one per block.
+
+    ``alpha <w, w_i> = (<w, phi(x_i, y_i)> - E_{alpha_i} <w, phi(x_i, .)>) / n`` does not depend
+    on ``alpha`` given ``w`` and needs no oracle call. Equivalently
+    ``delta_i = (1/n) sum_y alpha_i(y) H_i(y; w) = H~_i(w) / n - g_i``.
+
+    Parameters
+    ----------
+    problem : Problem
+    state : DualState
+        The dual point ``alpha``.
+    coef : ndarray
+        ``w`` (normally ``w(alpha)``).
+    vertex : DualState or None
+        ``DualState.at_labels(problem)`` if already computed.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+    """
+    if vertex is None:
+        vertex = DualState.at_labels(problem)
+    pair = _block_scores(problem, coef, vertex.M - state.M, vertex.Q - state.Q)
+    return state.ell_blocks - pair / problem.n_samples
+
+
+def keep_primal_rescale(state, rho, vertex):
+    """Proposition 1: ``alpha_i(y) <- rho alpha_i(y)`` for ``y != y_i``, the rest on ``y_i``.
+
+    In label space ``M_i <- rho M_i + (1 - rho) S(y_i)``, ``Q_i`` likewise and
+    ``ell_i <- rho ell_i`` (``L_i(y_i) = 0``). At ``alpha_new = rho * alpha_old`` the weights
+    ``w`` and every ``w_i`` are unchanged, and each block gap moves by ``(1 - rho) delta_i``
+    (eq. (12)): ``g_i(new) = g_i(old) + (1 - rho) delta_i``.
+
+    Parameters
+    ----------
+    state : DualState
+    rho : float
+        ``alpha_new / alpha_old``, in ``(0, 1]``.
+    vertex : DualState
+        ``DualState.at_labels(problem)``: rows ``S(y_i)``, ``q(y_i)``.
+
+    Returns
+    -------
+    DualState
+    """
+    if not 0.0 < rho <= 1.0:
+        raise ValueError(f"rho must be in (0, 1], got {rho!r}.")
+    return DualState(rho * state.M + (1.0 - rho) * vertex.M,
+                     rho * state.Q + (1.0 - rho) * vertex.Q,
+                     rho * state.ell_blocks)
+
+
+def _rescale_atoms(problem, atoms, rho):
+    """Prop. 1 on explicit active sets (pairwise/away steps): the same move as
+    :func:`keep_primal_rescale`, atom by atom; ``y_i`` becomes an atom if it is not one."""
+    labels, wts, count = atoms.labels.copy(), atoms.weights * rho, atoms.count.copy()
+    n = problem.n_samples
+    starts = problem.node_offsets[:-1]
+    found = np.full(n, -1)
+    for k in range(labels.shape[0]):
+        same = np.minimum.reduceat((labels[k] == problem.y).astype(np.int8), starts) > 0
+        hit = same & (k < count) & (found < 0)
+        found[hit] = k
+    has = found >= 0
+    wts[np.flatnonzero(has), found[has]] += 1.0 - rho
+    missing = np.flatnonzero(~has)
+    if missing.size:
+        need = int(count[missing].max()) + 1
+        if need > labels.shape[0]:
+            extra = need - labels.shape[0]
+            labels = np.vstack([labels, np.zeros((extra, labels.shape[1]), labels.dtype)])
+            wts = np.hstack([wts, np.zeros((n, extra))])
+        for i in missing:
+            k = count[i]
+            labels[k, problem.node_offsets[i]:problem.node_offsets[i + 1]] = \
+                problem.y[problem.node_offsets[i]:problem.node_offsets[i + 1]]
+            wts[i, k] = 1.0 - rho
+            count[i] = k + 1
+    return dataclasses.replace(atoms, labels=labels, weights=wts, count=count)
+
+
+def _check_zero_loss(problem):
+    """Prop. 1 and the zero initialisation need ``L(y_i, y_i) = 0`` (spec 002 §1.1, §10.3 #9)."""
+    own = np.asarray(problem.losses(problem.y), dtype=float)
+    bad = np.flatnonzero(np.abs(own) > 0)
+    if bad.size:
+        raise ValueError(f"The regularization path needs L(y_i, y_i) = 0 for every training "
+                         f"example (Proposition 1); example {bad[0]} has "
+                         f"L(y_i, y_i) = {own[bad[0]]!r}.")
+
+
+# ----------------------------------------------------------------------------------------------
+# initialisation: Alg. 6, eq. (11)
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class PathStart:
+    """The first breakpoint of the path (Alg. 6).
+
+    Attributes
+    ----------
+    alpha : float
+        ``lambda^inf = (||psi~||^2 + mean_i theta_i) / (kappa eps)``; 0 when degenerate.
+    state : DualState
+        ``alpha^inf``: block ``i`` is the vertex ``y~_i = argmax_y L_i(y)``.
+    coef : ndarray
+        ``w^inf = psi~ / lambda^inf`` (zeros when degenerate).
+    gap_bounds : ndarray of shape (n_samples,)
+        ``g^_i = theta_i / (n lambda^inf) + lambda^inf <w_i, w>``: upper bounds on the block gaps
+        at ``lambda^inf``, summing to ``kappa eps``.
+    bound : float
+        ``||psi~||^2 + mean_i theta_i``: for every ``alpha >= lambda^inf`` the gap of
+        ``alpha^inf`` with ``w = (lambda^inf / alpha) w^inf`` is at most ``bound / alpha``
+        (eq. (11)).
+    psi_mean : ndarray
+        ``psi~ = (1/n) sum_i psi_i(y~_i)``.
+    theta : ndarray of shape (n_samples,)
+        ``theta_i = max_y -<psi~, psi_i(y)>`` (plain decoding at ``w = psi~``).
+    n_oracle_calls : int
+    labels : ndarray of int32
+        ``y~``, packed like ``problem.y``.
+    """
+
+    alpha: float
+    state: DualState
+    coef: np.ndarray
+    gap_bounds: np.ndarray
+    bound: float
+    psi_mean: np.ndarray
+    theta: np.ndarray
+    n_oracle_calls: int
+    labels: np.ndarray
+
+
+def initialize_path(problem, eps, kappa, vertex=None):
+    """Alg. 6: the largest breakpoint ``lambda^inf`` and its dual point (spec 002 §8.2).
+
+    One loss-augmented oracle pass at ``w = 0`` gives ``y~_i = argmax_y L_i(y)``; the dual
+    point ``alpha^inf`` puts block ``i`` on ``y~_i``. With ``psi~ = (1/n) sum_i psi_i(y~_i)``
+    and ``theta_i = max_y -<psi~, psi_i(y)>`` (one plain decoding pass at ``w = psi~``),
+    eq. (11) bounds the duality gap of ``(alpha^inf, alpha, w = psi~ / alpha)`` by
+    ``(||psi~||^2 + mean theta) / alpha`` for every ``alpha``; ``lambda^inf`` makes it
+    ``kappa eps`` (Alg. 6 line 12, errata 3: ``kappa eps``, not ``eps``).
+
+    Degenerate case: when ``||psi~||^2 + mean theta`` vanishes (to rounding) ``w = 0`` is
+    optimal for every ``alpha`` with a zero gap; ``alpha`` is then 0.
+
+    Parameters
+    ----------
+    problem : Problem
+    eps, kappa : float
+    vertex : DualState or None
+        ``DualState.at_labels(problem)`` if already computed.
+
+    Returns
+    -------
+    PathStart
+    """
+    n = problem.n_samples
+    if vertex is None:
+        vertex = DualState.at_labels(problem)
+    y_tilde, max_loss, _, _ = problem.run_oracle(np.zeros(problem.n_params), True)
+    M, Q = stats_from_labels(problem.kind, problem.edges, problem.tok_offsets, y_tilde,
+                             problem.node_offsets, problem.n_codes, problem.n_pair)
+    state = DualState(M, Q, max_loss / n)  # at w = 0 the oracle value is max_y L_i(y)
+    psi = weights(problem, state, 1.0)  # (1/n) sum_i psi_i(y~_i): w at alpha = 1
+    _, decoded, _, _ = problem.run_oracle(psi, False)
+    theta = decoded - _block_scores(problem, psi, vertex.M, vertex.Q)
+    pair = _block_scores(problem, psi, vertex.M - M, vertex.Q - Q)  # <psi~, psi_i(y~_i)>
+    bound = float(psi @ psi + theta.mean())
+    # the size of what cancels in psi~: rounding below ~1e-16 of it is no signal (spec §8.2)
+    X = _token_matrix(problem)
+    lengths = np.diff(problem.tok_offsets)
+    row_sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    owner = np.repeat(np.arange(n), lengths)
+    scale = float(np.mean(2.0 * lengths * (np.bincount(owner, row_sq, minlength=n) + 1.0)))
+    if bound <= 1e-13 * scale:
+        return PathStart(0.0, state, np.zeros(problem.n_params), np.zeros(n), 0.0,
+                         np.zeros(problem.n_params), np.zeros(n), 2 * n, y_tilde)
+    lam = bound / (kappa * eps)
+    coef = weights(problem, state, lam)
+    gap_bounds = (theta + pair) / (n * lam)
+    return PathStart(lam, state, coef, gap_bounds, bound, psi, theta, 2 * n, y_tilde)
+
+
+# ----------------------------------------------------------------------------------------------
+# solver settings taken from the estimator
+# ----------------------------------------------------------------------------------------------
+
+def _as_generator(random_state):
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**31))
+    return np.random.default_rng(random_state)
+
+
+def _seed_sequences(random_state, k):
+    """``k`` independent seeds, fixed by ``random_state`` (whatever the execution order)."""
+    if isinstance(random_state, np.random.Generator):
+        entropy = int(random_state.integers(2**63))
+    elif isinstance(random_state, np.random.RandomState):
+        entropy = int(random_state.randint(2**31))
+    else:
+        entropy = random_state
+    return np.random.SeedSequence(entropy).spawn(k)
+
+
+def _solver_settings(estimator):
+    """BCFW settings of ``estimator`` (a ``BCFWStructuredSVM``) for the solves of a path."""
+    if not hasattr(estimator, "structure"):
+        raise TypeError(f"estimator must be a BCFWStructuredSVM, got {type(estimator).__name__}.")
+    if hasattr(estimator, "_validate_params"):
+        estimator._validate_params()
+    settings = dict(max_iter=getattr(estimator, "max_iter", 100),
+                    gap_check=getattr(estimator, "gap_check", 10),
+                    sampling=getattr(estimator, "sampling", "gap"))
+    step = getattr(estimator, "step", "fw")
+    if step != "fw":  # only passed when needed: older solvers have no ``step``
+        settings["step"] = step
+    return settings
+
+
+def _check_positive(value, name, upper=None):
+    if not isinstance(value, Real) or not np.isfinite(value) or value <= 0 or (
+            upper is not None and value >= upper):
+        bound = f" and < {upper}" if upper is not None else ""
+        raise ValueError(f"{name} must be a finite number > 0{bound}, got {value!r}.")
+
+
+# ----------------------------------------------------------------------------------------------
+# results
+# ----------------------------------------------------------------------------------------------
+
+class _PathResult:
+    """Model selection shared by the path and the grid search: no refitting."""
+
+    def _candidates(self, alphas):
+        raise NotImplementedError
+
+    def validation_scores(self, X_val, Y_val, alphas=None):
+        """``1 - mean task loss`` on held-out data at each candidate ``alpha``.
+
+        Parameters
+        ----------
+        X_val, Y_val
+            Validation data, in the format of the training data.
+        alphas : array-like or None
+            Candidate regularisation values (default: the breakpoints / grid points). They
+            must be covered by the path.
+
+        Returns
+        -------
+        alphas : ndarray
+            The candidates, descending.
+        scores : ndarray
+        """
+        problem = self.structure_.pack(X_val, Y_val)
+        cands = self._candidates(alphas)
+        cache = {}
+        scores = np.empty(len(cands))
+        for k, (alpha, key, coef, _) in enumerate(cands):
+            if key not in cache:  # predictions only change from one piece to the next
+                y_pred, _, _, _ = problem.run_oracle(coef, False)
+                cache[key] = 1.0 - float(np.mean(problem.losses(y_pred)))
+            scores[k] = cache[key]
+        return np.array([c[0] for c in cands]), scores
+
+    def best_estimator(self, X_val, Y_val, alphas=None):
+        """The fitted estimator of the ``alpha`` scoring best on held-out data, without refit.
+
+        Ties go to the largest ``alpha``. The returned estimator is a clone of the one the path
+        was computed with, ``alpha`` set to the choice, and fitted attributes ``coef_``,
+        ``structure_``, ``alpha_``, ``classes_``, ``n_features_in_``, ``duality_gap_`` (the
+        path's certificate at that ``alpha``) and ``validation_score_``; ``predict`` and
+        ``score`` work. It has no dual state, so ``warm_start`` cannot continue from it.
+
+        Parameters
+        ----------
+        X_val, Y_val
+            Validation data.
+        alphas : array-like or None
+            Candidates (default: the breakpoints / grid points).
+
+        Returns
+        -------
+        BCFWStructuredSVM
+        """
+        cand_alphas, scores = self.validation_scores(X_val, Y_val, alphas)
+        best = int(np.argmax(scores))  # candidates are descending: first max = largest alpha
+        alpha, _, coef, gap = self._candidates(alphas)[best]
+        est = clone(self.estimator)
+        est.set_params(alpha=float(alpha))
+        est.coef_ = np.array(coef, dtype=float)
+        est.structure_ = copy.deepcopy(self.structure_)
+        est.alpha_ = float(alpha)
+        est.classes_ = est.structure_.classes_
+        est.n_features_in_ = est.structure_.n_features_in_
+        est.duality_gap_ = float(gap)
+        est.validation_score_ = float(scores[best])
+        return est
+
+    @property
+    def effective_passes_(self):
+        """Cumulative oracle calls / n at each point (the paper's effective passes)."""
+        return self.n_oracle_calls_ / self.n_samples_
+
+
+class RegularizationPath(_PathResult):
+    """An eps-approximate regularization path (spec 002 §8; Alg. 7).
+
+    Breakpoints ``alphas_[0] = lambda^inf > alphas_[1] > ... > alphas_[J]``. For
+    ``alpha >= alphas_[0]`` the path is ``(alphas_[0] / alpha) coefs_[0]``; on
+    ``[alphas_[j+1], alphas_[j]]`` it is ``coefs_[j]``; below ``alphas_[J]`` it is ``coefs_[J]``
+    down to ``alpha_lower_`` (0 when the path ended with ``Delta <= tau``).
+
+    Attributes
+    ----------
+    alphas_ : ndarray of shape (J + 1,)
+        Breakpoints, strictly decreasing.
+    coefs_ : ndarray of shape (J + 1, n_params)
+        ``w^j``, the solution at ``alphas_[j]``.
+    gaps_ : ndarray of shape (J + 1,)
+        Duality gap at each breakpoint: exact where ``exact_``, else the sum of the block-gap
+        estimates (upper bounds at ``alphas_[0]`` of a heuristic path).
+    exact_ : ndarray of bool
+    ells_ : ndarray
+        ``ell^j = b^T alpha^j`` (the linear part of the dual).
+    hinges_ : ndarray
+        ``mean_i H~_i(w^j)`` (an upper bound at ``alphas_[0]`` of a heuristic path).
+    sq_norms_ : ndarray
+        ``||w^j||^2``.
+    n_oracle_calls_ : ndarray of int
+        Cumulative max-oracle calls (initialisation and exact gap passes included) when
+        breakpoint ``j`` was reached.
+    times_ : ndarray
+        Cumulative wall-clock seconds when breakpoint ``j`` was reached.
+    stop_reason_ : str
+        ``'delta_le_tau'`` (``w^J`` is eps-approximate for every ``0 < alpha <= alphas_[J]``),
+        ``'alpha_min'``, ``'max_breakpoints'``, ``'time_budget'``, ``'not_converged'`` (a solve
+        hit ``max_iter`` before reaching ``kappa eps``) or ``'degenerate'`` (``w = 0`` is optimal
+        for every ``alpha``; then ``alphas_ = [0]``).
+    alpha_lower_ : float
+        The covered range is ``[alpha_lower_, inf)`` (``(0, inf)`` when 0): the next
+        breakpoint Alg. 7 would have taken, certified by ``G_J``.
+    init_bound_ : float
+        ``||psi~||^2 + mean theta_i`` (eq. (11)): the gap above ``alphas_[0]`` is at most
+        ``init_bound_ / alpha``.
+    init_gap_bounds_ : ndarray
+        ``g^_i`` of Alg. 6 (sum ``kappa eps``).
+    eps, kappa : float
+    heuristic : bool
+    n_samples_ : int
+    structure_ : StructuredModel
+        The structure fitted on the training data.
+    estimator : BCFWStructuredSVM
+        The (unfitted) estimator the path was computed with.
+    """
+
+    def __init__(self, *, estimator, structure, n_samples, eps, kappa, heuristic, records,
+                 stop_reason, alpha_lower, start):
+        self.estimator = estimator
+        self.structure_ = structure
+        self.n_samples_ = n_samples
+        self.eps = eps
+        self.kappa = kappa
+        self.heuristic = heuristic
+        self.alphas_ = np.array([r["alpha"] for r in records], dtype=float)
+        self.coefs_ = np.array([r["coef"] for r in records], dtype=float)
+        self.gaps_ = np.array([r["gap"] for r in records], dtype=float)
+        self.exact_ = np.array([r["exact"] for r in records], dtype=bool)
+        self.ells_ = np.array([r["ell"] for r in records], dtype=float)
+        self.hinges_ = np.array([r["hinge"] for r in records], dtype=float)
+        self.sq_norms_ = np.einsum("ij,ij->i", self.coefs_, self.coefs_)
+        self.n_oracle_calls_ = np.array([r["calls"] for r in records], dtype=np.int64)
+        self.times_ = np.array([r["time"] for r in records], dtype=float)
+        self.stop_reason_ = stop_reason
+        self.alpha_lower_ = float(alpha_lower)
+        self.init_bound_ = float(start.bound)
+        self.init_gap_bounds_ = start.gap_bounds
+
+    def __repr__(self):
+        return (f"RegularizationPath(n_breakpoints={len(self.alphas_)}, "
+                f"alpha=[{self.alpha_lower_:.3g}, {self.alphas_[0]:.3g}], eps={self.eps}, "
+                f"stop_reason={self.stop_reason_!r})")
+
+    def covers(self, alpha):
+        """Whether ``alpha`` is in the certified range ``[alpha_lower_, inf)`` (``alpha > 0``)."""
+        return bool(np.isfinite(alpha) and alpha > 0 and alpha >= self.alpha_lower_)
+
+    def _piece(self, alpha):
+        """-1 above ``alphas_[0]``, else ``j`` with ``alphas_[j+1] <= alpha <= alphas_[j]``
+        (at a breakpoint the solution computed there)."""
+        if not self.covers(alpha):
+            raise ValueError(f"alpha={alpha!r} is not covered by the path: it certifies "
+                             f"alpha >= {self.alpha_lower_!r} (stop_reason_="
+                             f"{self.stop_reason_!r}).")
+        if alpha > self.alphas_[0]:
+            return -1
+        return int(np.count_nonzero(self.alphas_ >= alpha)) - 1
+
+    def coef_at(self, alpha):
+        """``w(alpha)``: eps-approximate at ``alpha`` (ValueError if not covered).
+
+        ``(alphas_[0] / alpha) coefs_[0]`` for ``alpha > alphas_[0]`` (the first piece, dual
+        fixed at ``alpha^inf``), ``coefs_[j]`` for ``alpha`` in ``[alphas_[j+1], alphas_[j]]``
+        and ``coefs_[J]`` below the last breakpoint down to ``alpha_lower_``.
+        """
+        j = self._piece(alpha)
+        if j < 0:
+            return (self.alphas_[0] / alpha) * self.coefs_[0]
+        return self.coefs_[j].copy()
+
+    def gap_bound(self, alpha):
+        """Certified upper bound on the duality gap of ``coef_at(alpha)`` at ``alpha``.
+
+        On piece ``j`` this is the affine certificate of the Prop. 1 dual point (spec 002 §8.3),
+        ``G_j(alpha) = alpha ||w^j||^2 + mean_i H~_i(w^j) - (alpha / alpha_j) ell^j``, the exact
+        gap at ``alpha = alpha_j``, at most ``eps`` on the piece. Above ``alphas_[0]`` it is the
+        bound (11), ``init_bound_ / alpha <= kappa eps``.
+        """
+        j = self._piece(alpha)
+        if j < 0:
+            return self.init_bound_ / alpha
+        return (alpha * self.sq_norms_[j] + self.hinges_[j]
+                - (alpha / self.alphas_[j]) * self.ells_[j])
+
+    def _candidates(self, alphas):
+        if alphas is None:
+            alphas = self.alphas_[self.alphas_ > 0] if self.alphas_[0] > 0 else [1.0]
+        alphas = np.sort(np.asarray(alphas, dtype=float).ravel())[::-1]
+        out = []
+        for a in alphas:
+            j = self._piece(a)
+            # (alphas_[0]/alpha) w^0 predicts like w^0: positive scaling keeps every argmax
+            out.append((a, max(j, 0), self.coef_at(a), self.gap_bound(a)))
+        return out
+
+
+class GridSearchPath(_PathResult):
+    """Solutions of BCFW on a grid of ``alpha`` (the paper's baseline, spec 002 §8.5).
+
+    Attributes
+    ----------
+    alphas_ : ndarray
+        The grid, descending.
+    coefs_ : ndarray of shape (n_alphas, n_params)
+    gaps_ : ndarray
+        Exact duality gap of each solution.
+    converged_ : ndarray of bool
+        ``gaps_ <= tol``.
+    n_oracle_calls_ : ndarray of int
+        Cumulative oracle calls, in grid order (for cold, parallel solves the sum of the
+        solves so far).
+    times_ : ndarray
+        Cumulative seconds spent in the solves, in grid order (for parallel cold solves, the
+        sum of the individual solve times: compute, not wall clock).
+    wall_time_ : float
+        Wall-clock seconds of the whole search.
+    warm_start : str or None
+    n_samples_ : int
+    structure_ : StructuredModel
+    estimator : BCFWStructuredSVM
+    """
+
+    def __init__(self, *, estimator, structure, n_samples, warm_start, tol, points, wall_time):
+        self.estimator = estimator
+        self.structure_ = structure
+        self.n_samples_ = n_samples
+        self.warm_start = warm_start
+        self.tol = tol
+        self.alphas_ = np.array([p["alpha"] for p in points], dtype=float)
+        self.coefs_ = np.array([p["coef"] for p in points], dtype=float)
+        self.gaps_ = np.array([p["gap"] for p in points], dtype=float)
+        self.converged_ = self.gaps_ <= tol
+        self.n_oracle_calls_ = np.cumsum([p["calls"] for p in points]).astype(np.int64)
+        self.times_ = np.cumsum([p["time"] for p in points])
+        self.wall_time_ = wall_time
+
+    def __repr__(self):
+        return (f"GridSearchPath(n_alphas={len(self.alphas_)}, warm_start={self.warm_start!r}, "
+                f"tol={self.tol})")
+
+    def _candidates(self, alphas):
+        if alphas is None:
+            idx = range(len(self.alphas_))
+        else:
+            idx = []
+            for a in np.sort(np.asarray(alphas, dtype=float).ravel())[::-1]:
+                hit = np.flatnonzero(np.isclose(self.alphas_, a, rtol=1e-12, atol=0))
+                if not hit.size:
+                    raise ValueError(f"alpha={a!r} is not a grid point of this search.")
+                idx.append(int(hit[0]))
+        return [(self.alphas_[j], j, self.coefs_[j], self.gaps_[j]) for j in idx]
+
+
+# ----------------------------------------------------------------------------------------------
+# Alg. 7
+# ----------------------------------------------------------------------------------------------
+
+def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, heuristic=False,
+                        max_breakpoints=None, time_budget=None, n_jobs=None, verbose=0):
+    """Compute an eps-approximate regularization path (Osokin et al. 2016, §4, Alg. 6 + 7).
+
+    Initialisation (Alg. 6, eq. (11)): ``lambda^inf`` in closed form from two oracle passes,
+    with a dual point whose gap is at most ``kappa eps`` for every ``alpha >= lambda^inf``.
+    Induction (Alg. 7 with errata 1-2 of spec 002 §12): at breakpoint ``alpha_J`` with exact
+    block gaps ``g_i`` and ``delta_i = ell_i - alpha_J <w, w_i>``, let ``Delta = sum delta_i``
+    and ``tau = eps - sum g_i``. If ``Delta <= tau`` the current ``w`` is eps-approximate for
+    every smaller ``alpha`` and the path ends. Otherwise ``rho = 1 - tau / Delta`` (eq. (13)),
+    the dual is rescaled by Prop. 1 (``w`` unchanged, gap exactly ``eps`` at
+    ``rho alpha_J``, eq. (12)) and BCFW is run at ``alpha_{J+1} = rho alpha_J`` from there until
+    the exact gap is at most ``kappa eps``. On ``[alpha_{J+1}, alpha_J]`` the gap of ``w^J`` is
+    then at most ``eps`` (affine certificate ``G_J``, :meth:`RegularizationPath.gap_bound`).
+
+    Parameters
+    ----------
+    estimator : BCFWStructuredSVM
+        Supplies ``structure`` (cloned, then fitted on ``X, Y``) and the solver settings
+        ``max_iter``, ``gap_check``, ``sampling`` and ``random_state`` (and ``step`` if it has
+        one). Its ``alpha``, ``tol`` and ``averaging`` are ignored: the path certifies the last
+        iterate.
+    X, Y
+        Training data, as for ``estimator.fit``.
+    eps : float, default=0.1
+        Target suboptimality along the whole path (primal objective (1) scale).
+    alpha_min : float, default=1e-5
+        Stop once a breakpoint ``<= alpha_min`` is reached (the loop runs while the last
+        breakpoint is ``> alpha_min``: errata 2).
+    kappa : float in (0, 1) or None
+        Each breakpoint is solved to a gap ``<= kappa eps``; ``None``: 0.9, or 0.7 when
+        ``heuristic`` (paper App. K).
+    heuristic : bool, default=False
+        The heuristic path of App. K: the next breakpoint is computed from the block-gap
+        estimates of the solver instead of exact gaps; ``exact_`` is all False. (With the
+        current solver the estimates are exact after its final gap check; the difference to the
+        exact path is then ``kappa`` and that no extra exact pass is made at ``lambda^inf``.)
+    max_breakpoints : int or None
+        Stop after this many breakpoints (``alphas_[0]`` included).
+    time_budget : float or None
+        Stop (after the current breakpoint) once this many seconds have passed.
+    n_jobs : int or None
+        Threads of the batched oracle passes (exact gaps, initialisation); default: the
+        estimator's ``n_jobs``. The result does not depend on it.
+    verbose : int, default=0
+        Print one line per breakpoint when > 0.
+
+    Returns
+    -------
+    RegularizationPath
+    """
+    _check_positive(eps, "eps")
+    if kappa is None:
+        kappa = KAPPA_HEURISTIC if heuristic else KAPPA_EXACT
+    _check_positive(kappa, "kappa", upper=1.0)
+    if not isinstance(alpha_min, Real) or not alpha_min >= 0:
+        raise ValueError(f"alpha_min must be >= 0, got {alpha_min!r}.")
+    if max_breakpoints is not None and (not isinstance(max_breakpoints, Integral)
+                                        or max_breakpoints < 1):
+        raise ValueError(f"max_breakpoints must be an int >= 1 or None, got "
+                         f"{max_breakpoints!r}.")
+    settings = _solver_settings(estimator)
+    if n_jobs is None:
+        n_jobs = getattr(estimator, "n_jobs", None)
+    rng = _as_generator(getattr(estimator, "random_state", None))
+    structure = clone(estimator.structure)
+    problem = structure.prepare(X, Y)
+    _check_zero_loss(problem)
+    n = problem.n_samples
+    tol = kappa * eps
+    exact = not heuristic
+    t0 = time.perf_counter()
+    vertex = DualState.at_labels(problem)
+
+    def result(records, reason, lower, start):
+        return RegularizationPath(estimator=clone(estimator), structure=structure, n_samples=n,
+                                  eps=eps, kappa=kappa, heuristic=heuristic, records=records,
+                                  stop_reason=reason, alpha_lower=lower, start=start)
+
+    with numba_threads(n_jobs):
+        start = initialize_path(problem, eps, kappa, vertex)
+        calls = start.n_oracle_calls
+        alpha, state, coef = start.alpha, start.state, start.coef
+        if alpha == 0.0:  # w = 0 is optimal for every alpha (spec §8.2)
+            rec = dict(alpha=0.0, coef=coef, gap=0.0, exact=exact, ell=state.ell_blocks.sum(),
+                       hinge=state.ell_blocks.sum(), calls=calls, time=time.perf_counter() - t0)
+            return result([rec], "degenerate", 0.0, start)
+        if exact:  # one exact pass: exact block gaps take a larger first step than the bounds
+            cert = certificate(problem, state, coef, alpha)
+            calls += n
+            gaps = cert.block_gaps
+        else:
+            gaps = start.gap_bounds
+        atoms = None
+        if "step" in settings:  # active sets of alpha^inf: one atom, y~_i, per block
+            atoms = _vertex_atoms(problem, start.labels)
+    records = []
+    not_converged = False
+    while True:
+        deltas = block_deltas(problem, state, coef, vertex)
+        gap = float(gaps.sum())
+        # mean_i H~_i(w) = sum_i (g_i + delta_i): exact with exact gaps, an upper bound otherwise
+        hinge = gap + float(deltas.sum())
+        records.append(dict(alpha=alpha, coef=coef, gap=gap, exact=exact,
+                            ell=float(state.ell_blocks.sum()), hinge=hinge, calls=calls,
+                            time=time.perf_counter() - t0))
+        if verbose > 0:
+            print(f"[path] breakpoint {len(records) - 1:4d}  alpha={alpha:.6g}  gap={gap:.4g}  "
+                  f"mean hinge={hinge:.4g}  oracle calls={calls}  "
+                  f"time={records[-1]['time']:.2f}s")
+        Delta = float(deltas.sum())
+        tau = eps - gap
+        if Delta <= tau:  # Alg. 7 line 8, corrected (errata 1)
+            return result(records, "delta_le_tau", 0.0, start)
+        rho = 1.0 - tau / Delta  # eq. (13); tau > 0 since gap <= kappa eps (or <= eps)
+        next_alpha = rho * alpha
+        reason = None
+        if not_converged:
+            reason = "not_converged"
+        elif alpha <= alpha_min:
+            reason = "alpha_min"
+        elif max_breakpoints is not None and len(records) >= max_breakpoints:
+            reason = "max_breakpoints"
+        elif time_budget is not None and time.perf_counter() - t0 >= time_budget:
+            reason = "time_budget"
+        if reason is not None:
+            return result(records, reason, next_alpha, start)
+        # Prop. 1 warm start: w kept, gaps moved by (1 - rho) delta_i
+        init = keep_primal_rescale(state, rho, vertex)
+        moved = deltas if exact else np.maximum(deltas, 0.0)  # stale estimates: clamp (§8.3)
+        kwargs = dict(settings)
+        if atoms is not None:
+            kwargs["init_active_sets"] = _rescale_atoms(problem, atoms, rho)
+        res = bcfw(problem, next_alpha, tol=tol, init=init,
+                   init_estimates=np.maximum(gaps + (1.0 - rho) * moved, 0.0),
+                   random_state=rng, n_jobs=n_jobs, averaging=False, **kwargs)
+        calls += res.n_oracle_calls
+        cert = res.certificate
+        atoms = getattr(res, "active_sets", None) if atoms is not None else None
+        if cert.gap > eps:  # not eps-approximate at next_alpha: w^J still is (G_J = eps there)
+            warnings.warn(f"BCFW reached max_iter={settings['max_iter']} at alpha={next_alpha:.6g} "
+                          f"with duality gap {cert.gap:.4g} > eps={eps}; the path stops. "
+                          f"Increase the estimator's max_iter.", ConvergenceWarning)
+            return result(records, "not_converged", next_alpha, start)
+        if not res.converged:
+            warnings.warn(f"BCFW reached max_iter={settings['max_iter']} at alpha={next_alpha:.6g} "
+                          f"with duality gap {cert.gap:.4g} > kappa eps={tol:.4g}; the path "
+                          f"stops after this breakpoint. Increase the estimator's max_iter.",
+                          ConvergenceWarning)
+            not_converged = True
+        alpha, state, coef = next_alpha, res.state, res.coef
+        gaps = cert.block_gaps if exact else np.asarray(res.gap_estimates, dtype=float)
+
+
+def _vertex_atoms(problem, labels):
+    """Active sets of ``alpha^inf`` (one atom per block, ``y~_i``) for pairwise/away steps."""
+    from .solvers import bcfw as solver  # only solvers with active sets get here
+
+    atoms = solver.ActiveSets.at_labels(problem)
+    atoms.labels[0] = labels
+    return atoms
+
+
+# ----------------------------------------------------------------------------------------------
+# grid search baseline (§8.5)
+# ----------------------------------------------------------------------------------------------
+
+def _timed_bcfw(problem, alpha, **kwargs):
+    t = time.perf_counter()
+    res = bcfw(problem, alpha, **kwargs)
+    return res, time.perf_counter() - t
+
+
+def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=0.1,
+                     warm_start="keep_primal", n_jobs=None):
+    """Solve the structured SVM on a grid of ``alpha`` (the paper's baseline, spec 002 §8.5).
+
+    The grid is processed in decreasing order. Warm starts (App. K):
+
+    - ``'keep_primal'``: from the previous solution rescaled by Prop. 1 (``w`` kept, the dual
+      moved towards the true labelings; the block gaps are updated by eq. (12), so gap
+      sampling starts from exact gaps);
+    - ``'keep_dual'``: from the previous dual point as it is (``w`` rescaled by
+      ``alpha_old / alpha_new``);
+    - ``None``: independent cold starts, run in parallel with joblib (threads; the BCFW
+      kernels release the GIL), each with its own seed drawn from the estimator's
+      ``random_state``, so the result does not depend on ``n_jobs``.
+
+    Parameters
+    ----------
+    estimator : BCFWStructuredSVM
+        Supplies ``structure`` and ``max_iter``, ``gap_check``, ``sampling``, ``random_state``.
+    X, Y
+        Training data.
+    alphas : array-like, default=2.0 ** np.arange(15, -16, -1)
+        The grid (31 values, as in the paper).
+    tol : float, default=0.1
+        Exact duality gap each solve must reach.
+    warm_start : {'keep_primal', 'keep_dual'} or None
+    n_jobs : int or None
+        Cold starts: joblib workers over the grid. Warm starts: threads of the exact gap
+        passes (default: the estimator's ``n_jobs``).
+
+    Returns
+    -------
+    GridSearchPath
+    """
+    if warm_start not in ("keep_primal", "keep_dual", None):
+        raise ValueError(f"warm_start must be 'keep_primal', 'keep_dual' or None, got "
+                         f"{warm_start!r}.")
+    alphas = np.sort(np.asarray(alphas, dtype=float).ravel())[::-1]
+    if alphas.size == 0 or not np.all(np.isfinite(alphas)) or alphas[-1] <= 0:
+        raise ValueError("alphas must be a non-empty array of finite values > 0.")
+    if not isinstance(tol, Real) or tol < 0:
+        raise ValueError(f"tol must be >= 0, got {tol!r}.")
+    settings = _solver_settings(estimator)
+    structure = clone(estimator.structure)
+    problem = structure.prepare(X, Y)
+    random_state = getattr(estimator, "random_state", None)
+    wall = time.perf_counter()
+    points = []
+    if warm_start is None:
+        seeds = _seed_sequences(random_state, alphas.size)
+        jobs = (delayed(_timed_bcfw)(problem, a, tol=tol, averaging=False, n_jobs=1,
+                                     random_state=np.random.default_rng(s), **settings)
+                for a, s in zip(alphas, seeds))
+        for a, (res, secs) in zip(alphas, Parallel(n_jobs=n_jobs, prefer="threads")(jobs)):
+            points.append(dict(alpha=a, coef=res.coef, gap=res.certificate.gap,
+                               calls=res.n_oracle_calls, time=secs))
+    else:
+        _check_zero_loss(problem)
+        if n_jobs is None:
+            n_jobs = getattr(estimator, "n_jobs", None)
+        rng = _as_generator(random_state)
+        vertex = DualState.at_labels(problem)
+        prev = None
+        for a in alphas:
+            kwargs = dict(settings, tol=tol, averaging=False, n_jobs=n_jobs, random_state=rng)
+            t = time.perf_counter()
+            if prev is not None:
+                res_prev, a_prev = prev
+                atoms = getattr(res_prev, "active_sets", None) if "step" in settings else None
+                if warm_start == "keep_primal":
+                    rho = a / a_prev
+                    deltas = block_deltas(problem, res_prev.state, res_prev.coef, vertex)
+                    kwargs["init"] = keep_primal_rescale(res_prev.state, rho, vertex)
+                    kwargs["init_estimates"] = np.maximum(
+                        res_prev.certificate.block_gaps + (1.0 - rho) * deltas, 0.0)
+                    if atoms is not None:
+                        kwargs["init_active_sets"] = _rescale_atoms(problem, atoms, rho)
+                else:
+                    kwargs["init"] = res_prev.state
+                    if atoms is not None:
+                        kwargs["init_active_sets"] = atoms
+            res = bcfw(problem, a, **kwargs)
+            points.append(dict(alpha=a, coef=res.coef, gap=res.certificate.gap,
+                               calls=res.n_oracle_calls, time=time.perf_counter() - t))
+            prev = (res, a)
+    for p in points:
+        if p["gap"] > tol:
+            warnings.warn(f"BCFW reached max_iter={settings['max_iter']} at alpha={p['alpha']:.6g} "
+                          f"with duality gap {p['gap']:.4g} > tol={tol}.", ConvergenceWarning)
+    return GridSearchPath(estimator=clone(estimator), structure=structure,
+                          n_samples=problem.n_samples, warm_start=warm_start, tol=tol,
+                          points=points, wall_time=time.perf_counter() - wall)
