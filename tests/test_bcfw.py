@@ -181,7 +181,8 @@ def test_weighted_averaging_is_the_weighted_mean_of_iterates():
     for k, i in enumerate(blocks, start=1):
         bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, state.M,
                   state.Q, state.ell_blocks, alpha, np.array([i]), 0, 1, np.zeros(0), False,
-                  -1.0, np.zeros(problem.n_samples), 0, *no_atoms, k - 1, *averages.arrays())
+                  -1.0, np.zeros(problem.n_samples), 0, *no_atoms, False, 0.0, 0.0, k - 1,
+                  *averages.arrays())
         total += k * coef
     K = len(blocks)
     mean = total / (K * (K + 1) / 2)
@@ -229,19 +230,19 @@ def test_gap_sampling_visits_every_block_first_then_follows_the_gaps():
     no_avg = DualState.zeros_like(state, rows=False)
     first, uniforms = _pass_order("gap", estimates, rng)
     assert sorted(first) == list(range(n))
-    done, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta,
-                        state.M, state.Q, state.ell_blocks, 0.1, first, 0, n, uniforms, True,
-                        -1.0, estimates, 0, *astuple(ActiveSets.none(problem)), 0,
-                        *no_avg.arrays())
+    done, _, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W,
+                           theta, state.M, state.Q, state.ell_blocks, 0.1, first, 0, n, uniforms,
+                           True, -1.0, estimates, 0, *astuple(ActiveSets.none(problem)), False,
+                           0.0, 0.0, 0, *no_avg.arrays())
     assert done == n and np.all(np.isfinite(estimates))
     # a block whose estimate is 0 is never drawn again; with all estimates 0 the pass stops
     estimates[:] = 0.0
     first, uniforms = _pass_order("gap", estimates, rng)
     assert len(first) == 0
-    done, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta,
-                        state.M, state.Q, state.ell_blocks, 0.1, first, 0, n, uniforms, True,
-                        -1.0, estimates, 0, *astuple(ActiveSets.none(problem)), 0,
-                        *no_avg.arrays())
+    done, _, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W,
+                           theta, state.M, state.Q, state.ell_blocks, 0.1, first, 0, n, uniforms,
+                           True, -1.0, estimates, 0, *astuple(ActiveSets.none(problem)), False,
+                           0.0, 0.0, 0, *no_avg.arrays())
     assert done == 0
 
 
@@ -284,11 +285,12 @@ def test_active_sets_stay_consistent(step, data):
     estimates = np.full(n, np.inf)
     duals = []
     for _ in range(15):
-        done, full = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W,
-                               theta, state.M, state.Q, state.ell_blocks, alpha,
-                               rng.integers(0, n, size=n), 0, n, np.zeros(0), False, -1.0,
-                               estimates, PAIRWISE if step == "pairwise" else AWAY,
-                               atoms.labels, atoms.weights, atoms.count, 0, *no_avg.arrays())
+        done, full, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off,
+                                  W, theta, state.M, state.Q, state.ell_blocks, alpha,
+                                  rng.integers(0, n, size=n), 0, n, np.zeros(0), False, -1.0,
+                                  estimates, PAIRWISE if step == "pairwise" else AWAY,
+                                  atoms.labels, atoms.weights, atoms.count, False, 0.0, 0.0, 0,
+                                  *no_avg.arrays())
         assert done == n and not full
         duals.append(state.ell_blocks.sum() - 0.5 * alpha * coef @ coef)
         for i in range(n):
@@ -378,3 +380,56 @@ def test_warm_start_keeps_the_active_sets():
     with pytest.raises(ValueError, match="active sets"):
         est.set_params(step="fw").fit(X, Y)
         est.set_params(step="pairwise").fit(X, Y)
+
+
+# -- oracle caching (spec 002 §5, §11 items 15-17) -------------------------------------------
+
+def test_cache_that_never_hits_changes_nothing():
+    """Item 15: hit threshold +inf: no hits and the very same trajectory as without a cache."""
+    rng = np.random.default_rng(15)
+    X, Y = chain_data(rng, n=30)
+    problem = ChainCRF().prepare(X, Y)
+    plain = bcfw(problem, 0.05, max_iter=12, tol=0.0, random_state=3)
+    never = bcfw(problem, 0.05, max_iter=12, tol=0.0, random_state=3, cache=True,
+                 cache_F=np.inf)
+    assert never.n_cache_hits == 0
+    np.testing.assert_array_equal(never.coef, plain.coef)
+    assert never.n_oracle_calls == plain.n_oracle_calls
+
+
+@pytest.mark.parametrize("step", ["fw", "pairwise"])
+def test_cache_hits_save_oracle_calls_and_keep_the_optimum(step):
+    rng = np.random.default_rng(16)
+    X, Y = chain_data(rng, n=6, n_features=2, n_labels=2, max_len=3)
+    alpha = 0.2
+    est = BCFWStructuredSVM(ChainCRF(), alpha=alpha, max_iter=3000, tol=1e-4, step=step,
+                            cache=True, cache_size=3, random_state=0).fit(X, Y)
+    p_star = qp_chain_optimum(est.structure_, X, Y, alpha)
+    assert est.converged_ and est.n_cache_hits_ > 0
+    assert est.dual_objective_ <= p_star + 1e-9 <= est.primal_objective_ + 2e-9
+    atoms = est.active_sets_
+    assert np.all(atoms.count <= max(3, atoms.labels.shape[0]))
+    if step == "fw":
+        assert np.all(atoms.count <= 3)
+
+
+def test_cache_reduces_oracle_calls_per_gap_on_ocr_words():
+    """The paper's finding (§9.2): caching helps per effective pass."""
+    from sklearn_ssvm.datasets import load_ocr_letters
+    ocr = load_ocr_letters()
+    X, Y = ocr.data[:300], ocr.target[:300]
+    calls = {}
+    for cache in (False, True):
+        est = BCFWStructuredSVM(ChainCRF(), alpha=0.01, tol=0.02, max_iter=500, cache=cache,
+                                random_state=0).fit(X, Y)
+        assert est.converged_
+        calls[cache] = est.n_oracle_calls_
+    assert calls[True] < calls[False]
+
+
+def test_cache_without_any_criterion_is_refused():
+    rng = np.random.default_rng(17)
+    X, Y = chain_data(rng, n=5)
+    problem = ChainCRF().prepare(X, Y)
+    with pytest.raises(ValueError, match="cache_F or cache_nu"):
+        bcfw(problem, 0.1, cache=True, cache_F=0.0, cache_nu=0.0)

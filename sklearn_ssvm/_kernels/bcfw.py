@@ -58,10 +58,43 @@ def _remove_atom(atom_y, atom_w, atom_n, i, n0, n1, k):
 
 
 @njit(cache=True, nogil=True)
+def _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s, away, may_evict_active):
+    """Add labeling ``ys`` (value ``H_s``) to block ``i``'s atoms with weight 0.
+
+    When the store is full, the inactive atom with the smallest ``H`` is evicted (spec 002
+    §5.4), or with ``may_evict_active`` (plain Frank-Wolfe, whose weights are bookkeeping only)
+    the away atom. Returns ``(index, away)`` with the away index updated for the move, or
+    ``(-1, away)`` when only active atoms fill the store: it needs more room.
+    """
+    cap = atom_w.shape[1]
+    if atom_n[i] == cap:
+        victim = -1
+        for k in range(atom_n[i]):
+            if atom_w[i, k] == 0.0 and (victim < 0 or H_atoms[k] < H_atoms[victim]):
+                victim = k
+        if victim < 0 and may_evict_active:
+            victim = away
+        if victim < 0:
+            return -1, away
+        if victim == away:
+            away = -1
+        _remove_atom(atom_y, atom_w, atom_n, i, n0, n1, victim)
+        H_atoms[victim] = H_atoms[atom_n[i]]
+        if away == atom_n[i]:
+            away = victim
+    k = atom_n[i]
+    atom_y[k, n0:n1] = ys
+    atom_w[i, k] = 0.0
+    H_atoms[k] = H_s
+    atom_n[i] += 1
+    return k, away
+
+
+@njit(cache=True, nogil=True)
 def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, gram,
               gram_off, W, theta, M, Q, ell_blocks, lam, first_blocks, start, n_steps, uniforms,
-              gap_sampling, exit_below, gap_estimates, step_type, atom_y, atom_w, atom_n, step0,
-              VM, VQ, Vell):
+              gap_sampling, exit_below, gap_estimates, step_type, atom_y, atom_w, atom_n,
+              use_cache, cache_F, cache_min_gap, step0, VM, VQ, Vell):
     """Steps ``start .. n_steps - 1`` of a pass, one block each, with exact line searches.
 
     The blocks are ``first_blocks`` in order, then (``gap_sampling``) blocks drawn with
@@ -76,9 +109,15 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     change ``Delta_k`` of the dual state at global step ``k = step0 + b + 1`` is accumulated as
     ``V += (k - 1) k / 2 * Delta_k``, so that the average is ``state_K - V / (K (K + 1) / 2)``.
 
-    Returns ``(steps_done, needs_room)``: ``needs_room`` is True when a block's atom store is full
-    and step ``steps_done`` could not be made; grow ``atom_y``/``atom_w`` and call again with
-    ``start = steps_done``.
+    Oracle caching (spec 002 §5, Alg. 5; ``use_cache``): the atom store doubles as a cache of
+    labelings. Before calling the oracle on block ``i``, its best cached labeling is taken
+    instead if its gap is positive, at least ``cache_F`` times the block's last oracle gap and
+    at least ``cache_min_gap`` (``nu g / n`` from the last exact gap). Hits update neither the
+    gap estimate nor the sampler, and consume no random numbers.
+
+    Returns ``(steps_done, needs_room, cache_hits)``: ``needs_room`` is True when a block's atom
+    store is full of active atoms and step ``steps_done`` could not be made; grow
+    ``atom_y``/``atom_w`` and call again with ``start = steps_done``.
     """
     n = tok_off.shape[0] - 1
     C = W.shape[1]
@@ -105,15 +144,17 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         else:
             weights[j] = max(gap_estimates[j], 0.0)
     tree = sum_tree(weights)
+    keep_atoms = step_type != FW or use_cache
+    n_hits = 0
     for b in range(start, n_steps):
         if n_unvisited == 0 and sum_tree_total(tree) <= exit_below:
-            return b, False
+            return b, False, n_hits
         if b < first_blocks.shape[0]:
             i = first_blocks[b]
         elif gap_sampling and sum_tree_total(tree) > 0.0:
             i = sum_tree_sample(tree, uniforms[b])
         else:
-            return b, False
+            return b, False, n_hits
         t0 = tok_off[i]
         T = tok_off[i + 1] - t0
         n0 = node_off[i]
@@ -123,78 +164,87 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
         yi = y[n0:n1]
         ys = y_buf[:n1 - n0]
-        H_s = oracle(kind, U, theta, yi, True, edges, parent, order, ys, work, iwork)
-        L_s = label_loss(kind, yi, ys)
-        # Frank-Wolfe direction D = S(y*) - M_i, dq = q(y*) - Q_i (Alg. 1)
+        # expected value of H_i under alpha_i, minus the loss part: <U, M_i> + <theta, Q_i>
+        expected = 0.0
         for t in range(T):
             for c in range(C):
-                D[t, c] = -M[t0 + t, c]
+                expected += U[t, c] * M[t0 + t, c]
         for j in range(p):
-            dq[j] = -Q[i, j]
-        add_stats(kind, ys, 1.0, D, dq, edges)
-        dl = L_s / n - ell_blocks[i]
-        lin = 0.0
-        for t in range(T):
-            for c in range(C):
-                lin += D[t, c] * U[t, c]
-        for j in range(p):
-            lin += dq[j] * theta[j]
-        gap = lin / n + dl  # the block's Frank-Wolfe gap, eq. (7)
-        if np.isinf(gap_estimates[i]):
-            n_unvisited -= 1
-        gap_estimates[i] = gap
-        sum_tree_update(tree, i, max(gap, 0.0))
-
-        k_star = -1
-        gamma_max = 1.0
+            expected += theta[j] * Q[i, j]
+        # the atoms' values H_i(y) = L(y_i, y) + score(y) (cached corners and active set)
+        best = -1
         away = -1
-        numerator = gap
-        if step_type != FW:
-            k_star = _find_atom(atom_y, atom_n, i, n0, n1, ys)
-            if k_star < 0 and atom_n[i] == cap:
-                return b, True
-            # away atom: the active labeling with the smallest H_i (Alg. 3 line 5)
+        if keep_atoms:
             for k in range(atom_n[i]):
                 H_atoms[k] = (label_loss(kind, yi, atom_y[k, n0:n1])
                               + stats_score(kind, U, theta, atom_y[k, n0:n1], edges,
                                             S_buf[:T], q_buf))
-                if away < 0 or H_atoms[k] < H_atoms[away]:
+                if best < 0 or H_atoms[k] > H_atoms[best]:
+                    best = k
+                if atom_w[i, k] > 0.0 and (away < 0 or H_atoms[k] < H_atoms[away]):
                     away = k
-            y_a = atom_y[away, n0:n1]
-            alpha_a = atom_w[i, away]
-            if step_type == PAIRWISE:
-                if k_star == away:  # the corner is the away atom: nothing to move
-                    continue
-                numerator = (H_s - H_atoms[away]) / n
-                gamma_max = alpha_a
-                for t in range(T):
-                    for c in range(C):
-                        D[t, c] = 0.0
-                for j in range(p):
-                    dq[j] = 0.0
-                add_stats(kind, ys, 1.0, D, dq, edges)
-                add_stats(kind, y_a, -1.0, D, dq, edges)
-                dl = (L_s - label_loss(kind, yi, y_a)) / n
-            else:
-                # away gap (Alg. 4): (1/n) [sum_y alpha(y) H(y) - H(y_a)]
-                mean_H = 0.0
-                for k in range(atom_n[i]):
-                    mean_H += atom_w[i, k] * H_atoms[k]
-                away_gap = (mean_H - H_atoms[away]) / n
-                if atom_n[i] > 1 and away_gap >= gap:
-                    numerator = away_gap
-                    gamma_max = alpha_a / (1.0 - alpha_a)
-                    for t in range(T):
-                        for c in range(C):
-                            D[t, c] = M[t0 + t, c]
-                    for j in range(p):
-                        dq[j] = Q[i, j]
-                    add_stats(kind, y_a, -1.0, D, dq, edges)
-                    dl = ell_blocks[i] - label_loss(kind, yi, y_a) / n
-                else:
-                    away = -1  # a Frank-Wolfe step
+        # cache oracle (spec 002 Alg. 5): the best cached corner, if its gap is large enough
+        hit = False
+        if use_cache and best >= 0:
+            cached_gap = (H_atoms[best] - expected) / n - ell_blocks[i]
+            hit = (cached_gap > 0.0 and cached_gap >= cache_F * gap_estimates[i]
+                   and cached_gap >= cache_min_gap)
+        if hit:
+            k_star = best
+            ys[:] = atom_y[best, n0:n1]
+            H_s = H_atoms[best]
+            gap = cached_gap
+            n_hits += 1
+        else:
+            H_s = oracle(kind, U, theta, yi, True, edges, parent, order, ys, work, iwork)
+            gap = (H_s - expected) / n - ell_blocks[i]  # the block's FW gap, eq. (7)
+            if np.isinf(gap_estimates[i]):
+                n_unvisited -= 1
+            gap_estimates[i] = gap
+            sum_tree_update(tree, i, max(gap, 0.0))
+            k_star = -1
+            if keep_atoms:
+                k_star = _find_atom(atom_y, atom_n, i, n0, n1, ys)
+            if use_cache and k_star < 0:  # every oracle answer enters the cache
+                k_star, away = _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s,
+                                            away, step_type == FW)
+                if k_star < 0:
+                    return b, True, n_hits
+        L_s = label_loss(kind, yi, ys)
+        # the step's direction (D, dq, dl), rate of decrease and largest step
+        numerator = gap
+        gamma_max = 1.0
+        pairwise = step_type == PAIRWISE
+        away_step = False
+        if step_type == AWAY and away >= 0 and away != k_star:
+            mean_H = expected + n * ell_blocks[i]  # sum_y alpha(y) H(y)
+            away_gap = (mean_H - H_atoms[away]) / n
+            away_step = atom_w[i, away] < 1.0 and away_gap >= gap  # ties: away (Alg. 4)
+            if away_step:
+                numerator = away_gap
+                gamma_max = atom_w[i, away] / (1.0 - atom_w[i, away])
+        if pairwise:
+            if away < 0 or k_star == away:  # the corner is the away atom: nothing to move
+                continue
+            numerator = (H_s - H_atoms[away]) / n
+            gamma_max = atom_w[i, away]
         if numerator <= 0.0:
             continue
+        for t in range(T):
+            for c in range(C):
+                D[t, c] = M[t0 + t, c] if away_step else (0.0 if pairwise else -M[t0 + t, c])
+        for j in range(p):
+            dq[j] = Q[i, j] if away_step else (0.0 if pairwise else -Q[i, j])
+        if away_step:  # D = M_i - S(y_a)
+            add_stats(kind, atom_y[away, n0:n1], -1.0, D, dq, edges)
+            dl = ell_blocks[i] - label_loss(kind, yi, atom_y[away, n0:n1]) / n
+        elif pairwise:  # D = S(y*) - S(y_a)
+            add_stats(kind, ys, 1.0, D, dq, edges)
+            add_stats(kind, atom_y[away, n0:n1], -1.0, D, dq, edges)
+            dl = (L_s - label_loss(kind, yi, atom_y[away, n0:n1])) / n
+        else:  # Frank-Wolfe: D = S(y*) - M_i
+            add_stats(kind, ys, 1.0, D, dq, edges)
+            dl = L_s / n - ell_blocks[i]
         quad = gram_quadratic(gram, gram_off[i], T, D)
         for j in range(p):
             quad += dq[j] * dq[j]
@@ -202,6 +252,11 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         gamma = gamma_max if quad <= 0.0 else min(gamma_max, numerator * lam_n * n / quad)
         if gamma <= 0.0:
             continue
+        if keep_atoms and k_star < 0 and not away_step:  # the corner joins the active set
+            k_star, away = _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s,
+                                        away, False)
+            if k_star < 0:
+                return b, True, n_hits
         for t in range(T):
             for c in range(C):
                 M[t0 + t, c] += gamma * D[t, c]
@@ -220,36 +275,35 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             for j in range(p):
                 VQ[i, j] += weight * dq[j]
             Vell[i] += weight * dl
-        if step_type == FW:
+        if not keep_atoms:
             continue
-        # the atoms follow the step (spec 002 §4, §10.3 pitfall 3)
-        if away < 0 or step_type == PAIRWISE:
-            if step_type == AWAY:  # Frank-Wolfe step: alpha <- (1 - gamma) alpha + gamma e_{y*}
-                for k in range(atom_n[i]):
-                    atom_w[i, k] *= 1.0 - gamma
-            if k_star < 0:
-                k_star = atom_n[i]
-                atom_y[k_star, n0:n1] = ys
-                atom_w[i, k_star] = 0.0
-                atom_n[i] += 1
+        # the atoms' weights follow the step (spec 002 §4, §10.3 pitfall 3); atoms whose
+        # weight reaches 0 stay as cached corners with a cache, else they are dropped
+        if pairwise:
             atom_w[i, k_star] += gamma
-            if step_type == PAIRWISE:
-                atom_w[i, away] -= gamma
-                if gamma >= gamma_max:  # drop step
-                    _remove_atom(atom_y, atom_w, atom_n, i, n0, n1, away)
-            elif gamma >= 1.0:  # the block collapses onto y*
+            atom_w[i, away] -= gamma
+            dropped = away if gamma >= gamma_max else -1
+        elif away_step:  # alpha <- (1 + gamma) alpha - gamma e_{y_a}
+            for k in range(atom_n[i]):
+                atom_w[i, k] *= 1.0 + gamma
+            atom_w[i, away] -= gamma
+            dropped = away if gamma >= gamma_max else -1
+        else:  # alpha <- (1 - gamma) alpha + gamma e_{y*}; gamma = 1 collapses onto y*
+            for k in range(atom_n[i]):
+                atom_w[i, k] = 0.0 if gamma >= 1.0 else atom_w[i, k] * (1.0 - gamma)
+            atom_w[i, k_star] = 1.0 if gamma >= 1.0 else atom_w[i, k_star] + gamma
+            dropped = -1
+            if gamma >= 1.0 and not use_cache:
                 atom_y[0, n0:n1] = ys
                 atom_w[i, 0] = 1.0
                 for k in range(1, atom_n[i]):
                     atom_w[i, k] = 0.0
                 atom_n[i] = 1
-        else:  # away step: alpha <- (1 + gamma) alpha - gamma e_{y_a}
-            for k in range(atom_n[i]):
-                atom_w[i, k] *= 1.0 + gamma
-            atom_w[i, away] -= gamma
-            if gamma >= gamma_max:  # drop step
-                _remove_atom(atom_y, atom_w, atom_n, i, n0, n1, away)
-    return n_steps, False
+        if dropped >= 0:
+            atom_w[i, dropped] = 0.0
+            if not use_cache:
+                _remove_atom(atom_y, atom_w, atom_n, i, n0, n1, dropped)
+    return n_steps, False, n_hits
 
 
 @njit(cache=True, nogil=True)

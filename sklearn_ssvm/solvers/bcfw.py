@@ -131,6 +131,7 @@ class BCFWResult:
     gap_estimates: np.ndarray
     n_iter: int
     n_oracle_calls: int
+    n_cache_hits: int
     converged: bool
     history: list
 
@@ -152,8 +153,9 @@ def _pass_order(sampling, estimates, rng):
 
 
 def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap", step="fw",
-         averaging=False, random_state=None, init=None, init_active_sets=None,
-         init_estimates=None, n_jobs=None, verbose=0):
+         cache=False, cache_size=50, cache_F=0.25, cache_nu=0.01, averaging=False,
+         random_state=None, init=None, init_active_sets=None, init_estimates=None, n_jobs=None,
+         verbose=0):
     """Minimise ``alpha/2 ||w||^2 + mean_i H~_i(w)`` by block-coordinate Frank-Wolfe.
 
     Each pass makes up to ``n`` steps, each on one block with the exact line search of spec 002
@@ -181,6 +183,14 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
         Frank-Wolfe steps (Alg. 1), block pairwise steps (Alg. 3: mass moves from the worst
         active labeling to the oracle's) or away steps (Alg. 4). The last two keep each block's
         active set of labelings and converge linearly in practice (spec 002 §4).
+    cache : bool
+        Keep up to ``cache_size`` labelings per block and step towards the best cached one
+        instead of calling the oracle when its gap is at least ``cache_F`` times the block's
+        last oracle gap and ``cache_nu / n`` times the last exact gap (spec 002 §5, Alg. 5).
+        Cache hits are not oracle calls. With pairwise or away steps the cache and the active
+        sets are one store (active labelings are never evicted).
+    cache_size, cache_F, cache_nu : int, float, float
+        The paper's 50, 0.25 and 0.01.
     averaging : bool
         Return (and certify) the weighted average of the iterates, iterate ``k`` weighted by
         ``k`` (Lacoste-Julien et al. 2013). The averaged dual point is feasible, so its
@@ -223,16 +233,20 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
         raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}.")
     if step not in STEPS:
         raise ValueError(f"step must be one of {tuple(STEPS)}, got {step!r}.")
-    if step == "fw":
+    if cache and not (cache_F > 0 or cache_nu > 0):
+        raise ValueError("cache_F or cache_nu must be positive: with both 0 every step hits "
+                         "the cache and Frank-Wolfe does not converge (spec 002 §5.2).")
+    if step == "fw" and not cache:
         atoms = ActiveSets.none(problem)
-    elif init is None:
-        atoms = ActiveSets.at_labels(problem)
-    elif init_active_sets is None:
+    elif init_active_sets is not None:
+        atoms = init_active_sets.copy()
+    elif init is None or step == "fw":  # FW with a cache: the weights are bookkeeping only
+        atoms = ActiveSets.at_labels(problem, capacity=cache_size if cache else 8)
+    else:
         raise ValueError(f"step={step!r} needs the active sets of the warm start; a dual point "
                          "reached by Frank-Wolfe steps alone does not have them.")
-    else:
-        atoms = init_active_sets.copy()
     steps = 0
+    hits = 0
     # the heuristic exit watches the last iterate's gaps; with averaging the average is certified
     exit_below = -1.0 if averaging else HEURISTIC_EXIT * tol
     with numba_threads(n_jobs), progress_bar(max_iter, verbose, "BCFW") as bar:
@@ -241,15 +255,23 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
             args = (*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta,
                     state.M, state.Q, state.ell_blocks, alpha, first)
             rest = (n, uniforms, sampling == "gap", exit_below, estimates, STEPS[step])
-            done, needs_room = bcfw_pass(*args, 0, *rest, atoms.labels, atoms.weights,
-                                         atoms.count, steps, *averages.arrays())
+            # losses are at most 1, so the gap at the start is too (spec 002 §5.1)
+            last_gap = 1.0 if cert is None else max(cert.gap, 0.0)
+            caching = (cache, cache_F, cache_nu * last_gap / n)
+            done, needs_room, pass_hits = bcfw_pass(*args, 0, *rest, atoms.labels, atoms.weights,
+                                                    atoms.count, *caching, steps,
+                                                    *averages.arrays())
             while needs_room:  # a block's active set is full: double the room, go on
                 atoms = atoms.grown()
-                done, needs_room = bcfw_pass(*args, done, *rest, atoms.labels, atoms.weights,
-                                             atoms.count, steps, *averages.arrays())
+                done, needs_room, more = bcfw_pass(*args, done, *rest, atoms.labels,
+                                                   atoms.weights, atoms.count, *caching, steps,
+                                                   *averages.arrays())
+                pass_hits += more
             steps += done
-            calls += done
-            record = {"pass": it, "oracle_calls": calls, "gap_estimate": estimates.sum()}
+            hits += pass_hits
+            calls += done - pass_hits
+            record = {"pass": it, "oracle_calls": calls, "cache_hits": hits,
+                      "gap_estimate": estimates.sum()}
             if it % gap_check == 0 or it == max_iter or done < n:
                 # resync: incremental updates drift (spec 002 §10.3)
                 if step != "fw":
@@ -281,4 +303,5 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
     return BCFWResult(coef=certified_coef.copy(), state=state, certificate=cert,
                       certified_state=certified, active_sets=atoms,
                       gap_estimates=estimates, n_iter=it,
-                      n_oracle_calls=calls, converged=converged, history=history)
+                      n_oracle_calls=calls, n_cache_hits=hits, converged=converged,
+                      history=history)
