@@ -19,6 +19,7 @@ and ``w_i = [phi(x_i, y_i) - (X_i^T M_i (+) Q_i)] / (alpha n)``.
 """
 import copy
 import dataclasses
+import inspect
 import time
 import warnings
 from dataclasses import dataclass
@@ -138,19 +139,19 @@ def _rescale_atoms(problem, atoms, rho):
         found[hit] = k
     has = found >= 0
     wts[np.flatnonzero(has), found[has]] += 1.0 - rho
-    missing = np.flatnonzero(~has)
-    if missing.size:
-        need = int(count[missing].max()) + 1
-        if need > labels.shape[0]:
-            extra = need - labels.shape[0]
-            labels = np.vstack([labels, np.zeros((extra, labels.shape[1]), labels.dtype)])
-            wts = np.hstack([wts, np.zeros((n, extra))])
-        for i in missing:
-            k = count[i]
-            labels[k, problem.node_offsets[i]:problem.node_offsets[i + 1]] = \
-                problem.y[problem.node_offsets[i]:problem.node_offsets[i + 1]]
-            wts[i, k] = 1.0 - rho
-            count[i] = k + 1
+    off = problem.node_offsets
+    for i in np.flatnonzero(~has):
+        k = count[i]
+        if k == labels.shape[0]:  # full store: reuse an inactive (cached) slot, else grow
+            inactive = np.flatnonzero(wts[i, :k] == 0.0)
+            if inactive.size:
+                k = inactive[0]
+            else:
+                labels = np.vstack([labels, np.zeros((1, labels.shape[1]), labels.dtype)])
+                wts = np.hstack([wts, np.zeros((n, 1))])
+        labels[k, off[i]:off[i + 1]] = problem.y[off[i]:off[i + 1]]
+        wts[i, k] = 1.0 - rho
+        count[i] = max(count[i], k + 1)
     return dataclasses.replace(atoms, labels=labels, weights=wts, count=count)
 
 
@@ -290,10 +291,18 @@ def _solver_settings(estimator):
     settings = dict(max_iter=getattr(estimator, "max_iter", 100),
                     gap_check=getattr(estimator, "gap_check", 10),
                     sampling=getattr(estimator, "sampling", "gap"))
-    step = getattr(estimator, "step", "fw")
-    if step != "fw":  # only passed when needed: older solvers have no ``step``
-        settings["step"] = step
+    # optional solver features (pairwise/away steps, oracle cache), passed on only when the
+    # estimator has them and the solver accepts them
+    accepted = inspect.signature(bcfw).parameters
+    for name in ("step", "cache", "cache_size", "cache_F", "cache_nu"):
+        if hasattr(estimator, name) and name in accepted:
+            settings[name] = getattr(estimator, name)
     return settings
+
+
+def _uses_atoms(settings):
+    """Whether the solver keeps per-block labelings that a warm start must carry over."""
+    return settings.get("step", "fw") != "fw" or bool(settings.get("cache", False))
 
 
 def _check_positive(value, name, upper=None):
@@ -667,8 +676,8 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
         else:
             gaps = start.gap_bounds
         atoms = None
-        if "step" in settings:  # active sets of alpha^inf: one atom, y~_i, per block
-            atoms = _vertex_atoms(problem, start.labels)
+        if _uses_atoms(settings):  # active sets of alpha^inf: one atom, y~_i, per block
+            atoms = _vertex_atoms(problem, start.labels, settings)
     records = []
     not_converged = False
     while True:
@@ -727,11 +736,13 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
         gaps = cert.block_gaps if exact else np.asarray(res.gap_estimates, dtype=float)
 
 
-def _vertex_atoms(problem, labels):
-    """Active sets of ``alpha^inf`` (one atom per block, ``y~_i``) for pairwise/away steps."""
+def _vertex_atoms(problem, labels, settings):
+    """Active sets of ``alpha^inf`` (one atom per block, ``y~_i``) for pairwise/away steps
+    and the oracle cache."""
     from .solvers import bcfw as solver  # only solvers with active sets get here
 
-    atoms = solver.ActiveSets.at_labels(problem)
+    capacity = settings.get("cache_size", 50) if settings.get("cache", False) else 8
+    atoms = solver.ActiveSets.at_labels(problem, capacity=capacity)
     atoms.labels[0] = labels
     return atoms
 
@@ -814,7 +825,7 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
             t = time.perf_counter()
             if prev is not None:
                 res_prev, a_prev = prev
-                atoms = getattr(res_prev, "active_sets", None) if "step" in settings else None
+                atoms = res_prev.active_sets if _uses_atoms(settings) else None
                 if warm_start == "keep_primal":
                     rho = a / a_prev
                     deltas = block_deltas(problem, res_prev.state, res_prev.coef, vertex)

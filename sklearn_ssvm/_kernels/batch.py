@@ -2,7 +2,7 @@
 import numpy as np
 from numba import njit, prange
 
-from .labelings import add_stats, oracle, oracle_iwork_size, oracle_work_size, stats_score
+from .labelings import add_stats, labeling_score, oracle, oracle_iwork_size, oracle_work_size
 from .sparse import add_outer_into, unary_scores_into
 
 
@@ -40,8 +40,6 @@ def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
         hi = (chunk + 1) * n // n_chunks
         max_T = max_length(tok_off[lo:hi + 1])
         U_buf = np.empty((max_T, C))
-        S_buf = np.empty((max_T, C))
-        q = np.empty(p)
         work = np.empty(oracle_work_size(kind, max_T, C))
         iwork = np.empty(oracle_iwork_size(kind, max_T, C), dtype=np.int32)
         for i in range(lo, hi):
@@ -54,7 +52,7 @@ def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
             values[i] = oracle(kind, U, theta, yi, augment, edges, parent, order, yo, work,
                                iwork)
             if augment:
-                true_scores[i] = stats_score(kind, U, theta, yi, edges, S_buf[:T], q)
+                true_scores[i] = labeling_score(kind, U, theta, yi, edges)
                 if with_state:
                     e = 0.0
                     for t in range(T):

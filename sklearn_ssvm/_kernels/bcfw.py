@@ -22,8 +22,8 @@ import numpy as np
 from numba import njit
 
 from .batch import max_length
-from .labelings import (add_stats, label_loss, oracle, oracle_iwork_size, oracle_work_size,
-                        stats_score)
+from .labelings import (add_stats, label_loss, labeling_score, oracle, oracle_iwork_size,
+                        oracle_work_size)
 from .sampling import sum_tree, sum_tree_sample, sum_tree_total, sum_tree_update
 from .sparse import add_outer_into, gram_quadratic, unary_scores_into
 
@@ -126,9 +126,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     cap = atom_w.shape[1]
     U_buf = np.empty((max_T, C))
     D_buf = np.empty((max_T, C))
-    S_buf = np.empty((max_T, C))
     dq = np.empty(p)
-    q_buf = np.empty(p)
     y_buf = np.empty(max_length(node_off), dtype=np.int32)
     H_atoms = np.empty(cap)
     work = np.empty(oracle_work_size(kind, max_T, C))
@@ -177,8 +175,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         if keep_atoms:
             for k in range(atom_n[i]):
                 H_atoms[k] = (label_loss(kind, yi, atom_y[k, n0:n1])
-                              + stats_score(kind, U, theta, atom_y[k, n0:n1], edges,
-                                            S_buf[:T], q_buf))
+                              + labeling_score(kind, U, theta, atom_y[k, n0:n1], edges))
                 if best < 0 or H_atoms[k] > H_atoms[best]:
                     best = k
                 if atom_w[i, k] > 0.0 and (away < 0 or H_atoms[k] < H_atoms[away]):

@@ -66,17 +66,24 @@ def label_loss(kind, y_true, y):
 
 
 @njit(cache=True, nogil=True)
-def stats_score(kind, U, theta, y, edges, S, q):
-    """``<U, S(y)> + <theta, q(y)>`` using the scratch arrays ``S`` (T x C) and ``q``."""
-    S[:, :] = 0.0
-    q[:] = 0.0
-    add_stats(kind, y, 1.0, S, q, edges)
+def labeling_score(kind, U, theta, y, edges):
+    """``<U, S(y)> + <theta, q(y)>`` in O(len(y)), without building ``S(y)``."""
+    if kind == CHAIN:
+        L = U.shape[1]
+        total = U[0, y[0]]
+        for t in range(1, y.shape[0]):
+            total += U[t, y[t]] + theta[y[t - 1] * L + y[t]]
+        return total
+    if kind == MULTICLASS:
+        return U[0, y[0]]
+    if kind == BINARY:
+        return U[0, 0] * (y[0] - 0.5)
     total = 0.0
-    for t in range(S.shape[0]):
-        for c in range(S.shape[1]):
-            total += U[t, c] * S[t, c]
-    for j in range(q.shape[0]):
-        total += theta[j] * q[j]
+    for k in range(y.shape[0]):
+        if y[k]:
+            total += U[0, k]
+    for e in range(edges.shape[0]):
+        total += theta[4 * e + 2 * y[edges[e, 0]] + y[edges[e, 1]]]
     return total
 
 
