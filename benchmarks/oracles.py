@@ -98,6 +98,7 @@ def main():
     gram, gram_off = problem.gram
     no_averaging = (np.zeros((0, 26)), np.zeros((0, 676)), np.zeros(0))
     no_atoms = astuple(ActiveSets.none(problem))
+    no_box = (np.zeros((0, 26)), np.zeros((0, 26)), np.zeros(0), np.zeros(0))
 
     # consecutive passes from the start of a fit (w = 0), as a fit runs them
     state = DualState.at_labels(problem)
@@ -106,7 +107,7 @@ def main():
 
     def one_pass():
         blocks = rng.integers(0, n, size=n)
-        bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, Wp, th, state.M,
+        bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, Wp, th, Wp, th, *no_box, state.M,
                   state.Q, state.ell_blocks, 0.01, blocks, 0, n, np.zeros(0), False, -1.0,
                   np.zeros(n), FW, *no_atoms, False, 0.0, 0.0, 0, *no_averaging)
 

@@ -11,6 +11,9 @@ from sklearn_ssvm.solvers.bcfw import bcfw, certificate, weights
 
 from _brute import all_labelings
 
+# bounds of no box constraints, for direct calls of the BCFW kernel
+NO_BOX = (np.zeros((0, 1)), np.zeros((0, 1)), np.zeros(0), np.zeros(0))
+
 
 def chain_data(rng, n=20, n_features=4, n_labels=3, max_len=5):
     X, Y = [], []
@@ -65,8 +68,9 @@ def test_dual_is_monotone():
     assert np.all(np.diff(duals) >= -1e-12)
 
 
-def qp_chain_optimum(structure, X, Y, alpha):
-    """Independent solution of the n-slack QP (spec 002 (48)) by SLSQP on tiny data."""
+def qp_chain_optimum(structure, X, Y, alpha, lower=None):
+    """Independent solution of the n-slack QP (spec 002 (48), (49) with ``w >= lower``) by
+    SLSQP on tiny data."""
     n = len(X)
     d = structure.n_params
     rows = []  # xi_i >= L(y_i, y) + <w, phi(x_i, y) - phi(x_i, y_i)>
@@ -86,8 +90,10 @@ def qp_chain_optimum(structure, X, Y, alpha):
 
     cons = {"type": "ineq", "fun": lambda v: v[d:][idx] - A @ v[:d] - b,
             "jac": lambda v: np.hstack([-A, np.eye(n)[idx]])}
+    bounds = None if lower is None else [(lo if np.isfinite(lo) else None, None)
+                                         for lo in lower] + [(None, None)] * n
     res = minimize(obj, np.concatenate([np.zeros(d), np.ones(n)]), jac=jac, constraints=[cons],
-                   method="SLSQP", options={"ftol": 1e-12, "maxiter": 500})
+                   bounds=bounds, method="SLSQP", options={"ftol": 1e-12, "maxiter": 500})
     assert res.success, res.message
     return res.fun
 
@@ -179,7 +185,8 @@ def test_weighted_averaging_is_the_weighted_mean_of_iterates():
     blocks = rng.integers(0, problem.n_samples, size=25)
     total = np.zeros_like(coef)
     for k, i in enumerate(blocks, start=1):
-        bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, state.M,
+        bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, W,
+                  theta, *NO_BOX, state.M,
                   state.Q, state.ell_blocks, alpha, np.array([i]), 0, 1, np.zeros(0), False,
                   -1.0, np.zeros(problem.n_samples), 0, *no_atoms, False, 0.0, 0.0, k - 1,
                   *averages.arrays())
@@ -231,7 +238,7 @@ def test_gap_sampling_visits_every_block_first_then_follows_the_gaps():
     first, uniforms = _pass_order("gap", estimates, rng)
     assert sorted(first) == list(range(n))
     done, _, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W,
-                           theta, state.M, state.Q, state.ell_blocks, 0.1, first, 0, n, uniforms,
+                           theta, W, theta, *NO_BOX, state.M, state.Q, state.ell_blocks, 0.1, first, 0, n, uniforms,
                            True, -1.0, estimates, 0, *astuple(ActiveSets.none(problem)), False,
                            0.0, 0.0, 0, *no_avg.arrays())
     assert done == n and np.all(np.isfinite(estimates))
@@ -240,7 +247,7 @@ def test_gap_sampling_visits_every_block_first_then_follows_the_gaps():
     first, uniforms = _pass_order("gap", estimates, rng)
     assert len(first) == 0
     done, _, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W,
-                           theta, state.M, state.Q, state.ell_blocks, 0.1, first, 0, n, uniforms,
+                           theta, W, theta, *NO_BOX, state.M, state.Q, state.ell_blocks, 0.1, first, 0, n, uniforms,
                            True, -1.0, estimates, 0, *astuple(ActiveSets.none(problem)), False,
                            0.0, 0.0, 0, *no_avg.arrays())
     assert done == 0
@@ -286,7 +293,7 @@ def test_active_sets_stay_consistent(step, data):
     duals = []
     for _ in range(15):
         done, full, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off,
-                                  W, theta, state.M, state.Q, state.ell_blocks, alpha,
+                                  W, theta, W, theta, *NO_BOX, state.M, state.Q, state.ell_blocks, alpha,
                                   rng.integers(0, n, size=n), 0, n, np.zeros(0), False, -1.0,
                                   estimates, PAIRWISE if step == "pairwise" else AWAY,
                                   atoms.labels, atoms.weights, atoms.count, False, 0.0, 0.0, 0,
@@ -433,3 +440,59 @@ def test_cache_without_any_criterion_is_refused():
     problem = ChainCRF().prepare(X, Y)
     with pytest.raises(ValueError, match="cache_F or cache_nu"):
         bcfw(problem, 0.1, cache=True, cache_F=0.0, cache_nu=0.0)
+
+
+# -- box constraints (spec 002 §7, §11 items 1, 23) -------------------------------------------
+
+def test_infinite_bounds_change_nothing():
+    rng = np.random.default_rng(18)
+    X, Y = chain_data(rng, n=20)
+    problem = ChainCRF().prepare(X, Y)
+    free = bcfw(problem, 0.05, max_iter=8, tol=0.0, random_state=2)
+    boxed = bcfw(problem, 0.05, max_iter=8, tol=0.0, random_state=2,
+                 bounds=(-np.inf, np.inf))
+    np.testing.assert_array_equal(boxed.coef, free.coef)
+
+
+@pytest.mark.parametrize("step, tol", [("fw", 1e-4), ("pairwise", 1e-7)])
+def test_positive_transitions_match_the_constrained_qp(step, tol):
+    rng = np.random.default_rng(19)
+    X, Y = chain_data(rng, n=6, n_features=2, n_labels=2, max_len=3)
+    structure = ChainCRF()
+    problem = structure.prepare(X, Y)
+    alpha = 0.2
+    lower = np.full(problem.n_params, -np.inf)
+    lower[problem.n_features * problem.n_codes:] = 0.0  # transitions >= 0
+    res = bcfw(problem, alpha, max_iter=3000, tol=tol, step=step, bounds=(lower, np.inf),
+               random_state=0)
+    cert = res.certificate
+    assert res.converged and np.all(res.coef >= lower)
+    assert np.any(res.coef[lower == 0] == 0)  # the constraint is active
+    assert cert.gap == pytest.approx(cert.primal - cert.dual, abs=1e-10)
+    # the primal of the clipped w, evaluated independently
+    primal = 0.5 * alpha * res.coef @ res.coef + problem.hinge_losses(res.coef).mean()
+    assert cert.primal == pytest.approx(primal, abs=1e-12)
+    p_star = qp_chain_optimum(structure, X, Y, alpha, lower=lower)
+    assert cert.dual <= p_star + 1e-7 and p_star <= cert.primal + 1e-7
+    assert cert.primal - p_star <= cert.gap + 1e-7
+
+
+def test_bounds_are_validated():
+    rng = np.random.default_rng(20)
+    X, Y = chain_data(rng, n=5)
+    problem = ChainCRF().prepare(X, Y)
+    with pytest.raises(ValueError, match="lower <= upper"):
+        bcfw(problem, 0.1, bounds=(1.0, 0.0))
+
+
+def test_estimator_positive_pairwise():
+    rng = np.random.default_rng(21)
+    X, Y = chain_data(rng, n=30)
+    est = BCFWStructuredSVM(ChainCRF(), alpha=0.05, coef_bounds="positive_pairwise",
+                            random_state=0).fit(X, Y)
+    F, C = est.n_features_in_ + 3, len(est.classes_)
+    assert np.all(est.coef_[F * C:] >= 0)
+    assert est.duality_gap_ == pytest.approx(est.primal_objective_ - est.dual_objective_)
+    assert est.primal_objective(X, Y) == pytest.approx(est.primal_objective_)
+    with pytest.raises(ValueError, match="n_params"):
+        BCFWStructuredSVM(ChainCRF(), coef_bounds=(np.zeros(3), np.ones(3))).fit(X, Y)

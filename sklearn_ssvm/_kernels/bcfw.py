@@ -25,7 +25,7 @@ from .batch import max_length
 from .labelings import (add_stats, label_loss, labeling_score, oracle, oracle_iwork_size,
                         oracle_work_size)
 from .sampling import sum_tree, sum_tree_sample, sum_tree_total, sum_tree_update
-from .sparse import add_outer_into, gram_quadratic, unary_scores_into
+from .sparse import add_outer_into, clip_rows, gram_quadratic, unary_scores_into
 
 FW = 0
 PAIRWISE = 1
@@ -92,7 +92,8 @@ def _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s, away, may_
 
 @njit(cache=True, nogil=True)
 def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, gram,
-              gram_off, W, theta, M, Q, ell_blocks, lam, first_blocks, start, n_steps, uniforms,
+              gram_off, W, theta, Wc, theta_c, lower_W, upper_W, lower_theta, upper_theta, M, Q,
+              ell_blocks, lam, first_blocks, start, n_steps, uniforms,
               gap_sampling, exit_below, gap_estimates, step_type, atom_y, atom_w, atom_n,
               use_cache, cache_F, cache_min_gap, step0, VM, VQ, Vell):
     """Steps ``start .. n_steps - 1`` of a pass, one block each, with exact line searches.
@@ -114,6 +115,11 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     instead if its gap is positive, at least ``cache_F`` times the block's last oracle gap and
     at least ``cache_min_gap`` (``nu g / n`` from the last exact gap). Hits update neither the
     gap estimate nor the sampler, and consume no random numbers.
+
+    Box constraints (spec 002 §7, Alg. 9): ``(W, theta)`` is the unclipped ``v = A alpha`` the
+    steps update, ``(Wc, theta_c) = clip(v, lower, upper)`` the ``w`` that scores (oracle, gaps);
+    the line search keeps its curvature in ``v``. Without bounds (zero-size bound arrays) pass
+    ``Wc is W`` and ``theta_c is theta``.
 
     Returns ``(steps_done, needs_room, cache_hits)``: ``needs_room`` is True when a block's atom
     store is full of active atoms and step ``steps_done`` could not be made; grow
@@ -143,6 +149,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             weights[j] = max(gap_estimates[j], 0.0)
     tree = sum_tree(weights)
     keep_atoms = step_type != FW or use_cache
+    bounded = lower_W.shape[0] > 0
     n_hits = 0
     for b in range(start, n_steps):
         if n_unvisited == 0 and sum_tree_total(tree) <= exit_below:
@@ -159,7 +166,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         n1 = node_off[i + 1]
         U = U_buf[:T]
         D = D_buf[:T]
-        unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
+        unary_scores_into(indptr, indices, data, t0, t0 + T, Wc, U)
         yi = y[n0:n1]
         ys = y_buf[:n1 - n0]
         # expected value of H_i under alpha_i, minus the loss part: <U, M_i> + <theta, Q_i>
@@ -168,14 +175,14 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             for c in range(C):
                 expected += U[t, c] * M[t0 + t, c]
         for j in range(p):
-            expected += theta[j] * Q[i, j]
+            expected += theta_c[j] * Q[i, j]
         # the atoms' values H_i(y) = L(y_i, y) + score(y) (cached corners and active set)
         best = -1
         away = -1
         if keep_atoms:
             for k in range(atom_n[i]):
                 H_atoms[k] = (label_loss(kind, yi, atom_y[k, n0:n1])
-                              + labeling_score(kind, U, theta, atom_y[k, n0:n1], edges))
+                              + labeling_score(kind, U, theta_c, atom_y[k, n0:n1], edges))
                 if best < 0 or H_atoms[k] > H_atoms[best]:
                     best = k
                 if atom_w[i, k] > 0.0 and (away < 0 or H_atoms[k] < H_atoms[away]):
@@ -193,7 +200,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             gap = cached_gap
             n_hits += 1
         else:
-            H_s = oracle(kind, U, theta, yi, True, edges, parent, order, ys, work, iwork)
+            H_s = oracle(kind, U, theta_c, yi, True, edges, parent, order, ys, work, iwork)
             gap = (H_s - expected) / n - ell_blocks[i]  # the block's FW gap, eq. (7)
             if np.isinf(gap_estimates[i]):
                 n_unvisited -= 1
@@ -262,6 +269,10 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             Q[i, j] += gamma * dq[j]
             theta[j] += step * dq[j]
         add_outer_into(indptr, indices, data, t0, t0 + T, D, step, W)
+        if bounded:
+            clip_rows(indptr, indices, t0, t0 + T, W, lower_W, upper_W, Wc)
+            for j in range(p):
+                theta_c[j] = min(max(theta[j], lower_theta[j]), upper_theta[j])
         ell_blocks[i] += gamma * dl
         if averaging:
             k = float(step0 + b + 1)

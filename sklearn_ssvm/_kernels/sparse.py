@@ -82,3 +82,14 @@ def token_gram(indptr, indices, data, tok_offsets, n_features):
             for k in range(indptr[row], indptr[row + 1]):
                 dense[indices[k]] = 0.0
     return gram, offsets
+
+
+@njit(cache=True, nogil=True)
+def clip_rows(indptr, indices, t0, t1, V, lower, upper, out):
+    """``out[r] = clip(V[r], lower[r], upper[r])`` for the feature rows used by tokens t0..t1."""
+    C = V.shape[1]
+    for t in range(t0, t1):
+        for k in range(indptr[t], indptr[t + 1]):
+            r = indices[k]
+            for c in range(C):
+                out[r, c] = min(max(V[r, c], lower[r, c]), upper[r, c])

@@ -1,6 +1,8 @@
 """Block-coordinate Frank-Wolfe structured SVM (Lacoste-Julien et al. 2013; spec 002)."""
 from numbers import Integral
 
+import numpy as np
+
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..solvers.bcfw import bcfw
@@ -47,6 +49,11 @@ class BCFWStructuredSVM(StructuredEstimator):
     cache_size : int, default=50
         Labelings cached per example (active labelings of pairwise/away steps are never
         evicted).
+    coef_bounds : None, "positive_pairwise" or (lower, upper), default=None
+        Box constraints on ``coef_`` (Osokin et al. 2016, App. H): ``"positive_pairwise"``
+        keeps the label-interaction weights (transitions, label-pair tables) non-negative, as
+        graph-cut oracles need; a pair of scalars or arrays of length ``n_params`` (+-inf
+        allowed) bounds every parameter.
     averaging : bool, default=False
         Return the weighted average of the iterates (iterate ``k`` weighted by ``k``,
         Lacoste-Julien et al. 2013) instead of the last one. It often predicts better after few
@@ -100,12 +107,13 @@ class BCFWStructuredSVM(StructuredEstimator):
         "step": [StrOptions({"fw", "pairwise", "away"})],
         "cache": ["boolean"],
         "cache_size": [Interval(Integral, 1, None, closed="left")],
+        "coef_bounds": [None, StrOptions({"positive_pairwise"}), tuple, list],
         "averaging": ["boolean"],
     }
 
     def __init__(self, structure, alpha=None, max_iter=100, tol=1e-2, gap_check=10,
-                 sampling="gap", step="fw", cache=False, cache_size=50, averaging=False,
-                 random_state=None, verbose=0, warm_start=False, n_jobs=None):
+                 sampling="gap", step="fw", cache=False, cache_size=50, coef_bounds=None,
+                 averaging=False, random_state=None, verbose=0, warm_start=False, n_jobs=None):
         self.structure = structure
         self.alpha = alpha
         self.max_iter = max_iter
@@ -115,6 +123,7 @@ class BCFWStructuredSVM(StructuredEstimator):
         self.step = step
         self.cache = cache
         self.cache_size = cache_size
+        self.coef_bounds = coef_bounds
         self.averaging = averaging
         self.random_state = random_state
         self.verbose = verbose
@@ -131,9 +140,14 @@ class BCFWStructuredSVM(StructuredEstimator):
         atoms = previous.active_sets_ if previous is not None else None
         if init is not None and init.M.shape[0] != problem.tok_offsets[-1]:
             raise ValueError("warm_start=True needs the same training data as the previous fit.")
+        bounds = self.coef_bounds
+        if isinstance(bounds, str):  # "positive_pairwise"
+            lower = np.full(problem.n_params, -np.inf)
+            lower[problem.n_features * problem.n_codes:] = 0.0
+            bounds = (lower, np.inf)
         result = bcfw(problem, alpha, max_iter=self.max_iter, tol=self.tol,
                       gap_check=self.gap_check, sampling=self.sampling, step=self.step,
-                      cache=self.cache, cache_size=self.cache_size,
+                      cache=self.cache, cache_size=self.cache_size, bounds=bounds,
                       averaging=self.averaging, random_state=seed, init=init,
                       init_active_sets=atoms,
                       n_jobs=self.n_jobs, verbose=self.verbose)

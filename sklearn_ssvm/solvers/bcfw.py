@@ -99,6 +99,7 @@ class Certificate:
     dual: float
     gap: float
     block_gaps: np.ndarray = field(repr=False)
+    coef: np.ndarray = field(repr=False)
 
 
 def weights(problem, state, alpha):
@@ -110,15 +111,52 @@ def weights(problem, state, alpha):
     return np.concatenate([W.ravel(), theta])
 
 
-def certificate(problem, state, coef, alpha):
-    """One batched oracle pass giving the exact block gaps ``g_i`` (eq. (7)), P and D."""
-    _, values, true_scores, expected = problem.run_oracle(coef, True, state.M, state.Q)
+@dataclass
+class Box:
+    """Bounds ``lower <= w <= upper`` on the parameters (spec 002 §7; +-inf allowed)."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+
+    @classmethod
+    def check(cls, bounds, n_params):
+        try:
+            lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), (n_params,)).copy()
+                            for b in bounds)
+        except (TypeError, ValueError):
+            raise ValueError(f"Parameter bounds must be a pair (lower, upper) of scalars or "
+                             f"arrays of length n_params = {n_params}.") from None
+        if np.any(np.isnan(lower)) or np.any(np.isnan(upper)) or np.any(lower > upper):
+            raise ValueError("Parameter bounds must satisfy lower <= upper, without NaN.")
+        if np.any(lower == np.inf) or np.any(upper == -np.inf):
+            raise ValueError("Parameter bounds must allow a finite value for every parameter.")
+        return cls(lower, upper)
+
+    def clip(self, v):
+        return np.clip(v, self.lower, self.upper)
+
+    def dual_term(self, v):
+        """``beta_u^T u - beta_l^T l`` at the optimal ``beta`` for ``v`` (eq. (56), (57))."""
+        up = np.isfinite(self.upper)
+        low = np.isfinite(self.lower)
+        return (np.maximum(v[up] - self.upper[up], 0) @ self.upper[up]
+                - np.maximum(self.lower[low] - v[low], 0) @ self.lower[low])
+
+
+def certificate(problem, state, v, alpha, box=None):
+    """One batched oracle pass giving the exact block gaps ``g_i`` (eq. (7)), P and D.
+
+    ``v = A alpha`` is the dual's weight vector; under box constraints the primal point is
+    ``w = clip(v)`` and the dual gains the term of spec 002 eq. (53).
+    """
+    w = v if box is None else box.clip(v)
+    _, values, true_scores, expected = problem.run_oracle(w, True, state.M, state.Q)
     n = problem.n_samples
     block_gaps = (values - expected) / n - state.ell_blocks
-    reg = 0.5 * alpha * coef @ coef
+    reg = 0.5 * alpha * w @ w
     primal = reg + np.mean(values - true_scores)
-    dual = state.ell_blocks.sum() - reg
-    return Certificate(primal, dual, block_gaps.sum(), block_gaps)
+    dual = state.ell_blocks.sum() - reg - (0.0 if box is None else alpha * box.dual_term(v))
+    return Certificate(primal, dual, block_gaps.sum(), block_gaps, w)
 
 
 @dataclass
@@ -153,7 +191,7 @@ def _pass_order(sampling, estimates, rng):
 
 
 def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap", step="fw",
-         cache=False, cache_size=50, cache_F=0.25, cache_nu=0.01, averaging=False,
+         cache=False, cache_size=50, cache_F=0.25, cache_nu=0.01, bounds=None, averaging=False,
          random_state=None, init=None, init_active_sets=None, init_estimates=None, n_jobs=None,
          verbose=0):
     """Minimise ``alpha/2 ||w||^2 + mean_i H~_i(w)`` by block-coordinate Frank-Wolfe.
@@ -191,6 +229,10 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
         sets are one store (active labelings are never evicted).
     cache_size, cache_F, cache_nu : int, float, float
         The paper's 50, 0.25 and 0.01.
+    bounds : (lower, upper) or None
+        Box constraints ``lower <= w <= upper`` (scalars or arrays of ``n_params``, +-inf
+        allowed), e.g. non-negative pairwise weights for graph-cut oracles (spec 002 §7). The
+        dual keeps the unclipped ``v``; the oracle and the returned ``coef`` use ``clip(v)``.
     averaging : bool
         Return (and certify) the weighted average of the iterates, iterate ``k`` weighted by
         ``k`` (Lacoste-Julien et al. 2013). The averaged dual point is feasible, so its
@@ -220,6 +262,15 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
     state = DualState.at_labels(problem) if init is None else init.copy()
     coef = weights(problem, state, alpha) if init is not None else np.zeros(problem.n_params)
     W, theta = problem.split_coef(coef)
+    box = None if bounds is None else Box.check(bounds, problem.n_params)
+    if box is None:  # the kernel scores with the very weights it updates
+        clipped, limits = coef, (np.zeros((0, problem.n_codes)),) * 2 + (np.zeros(0),) * 2
+    else:
+        clipped = box.clip(coef)
+        lower_W, lower_theta = problem.split_coef(box.lower)
+        upper_W, upper_theta = problem.split_coef(box.upper)
+        limits = (lower_W, upper_W, lower_theta, upper_theta)
+    Wc, theta_c = problem.split_coef(clipped)
     gram, gram_off = problem.gram
     estimates = np.full(n, np.inf) if init_estimates is None else np.array(init_estimates, float)
     averages = DualState.zeros_like(state, rows=averaging)
@@ -252,8 +303,8 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
     with numba_threads(n_jobs), progress_bar(max_iter, verbose, "BCFW") as bar:
         for it in range(1, max_iter + 1):
             first, uniforms = _pass_order(sampling, estimates, rng)
-            args = (*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta,
-                    state.M, state.Q, state.ell_blocks, alpha, first)
+            args = (*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, Wc,
+                    theta_c, *limits, state.M, state.Q, state.ell_blocks, alpha, first)
             rest = (n, uniforms, sampling == "gap", exit_below, estimates, STEPS[step])
             # losses are at most 1, so the gap at the start is too (spec 002 §5.1)
             last_gap = 1.0 if cert is None else max(cert.gap, 0.0)
@@ -279,15 +330,17 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
                                      problem.node_offsets, atoms.labels, atoms.weights,
                                      atoms.count, state.M, state.Q, state.ell_blocks)
                 coef[:] = weights(problem, state, alpha)
+                if box is not None:
+                    clipped[:] = box.clip(coef)
                 if averaging and done == 0:  # the estimates stall the pass: refresh them
-                    estimates[:] = certificate(problem, state, coef, alpha).block_gaps
+                    estimates[:] = certificate(problem, state, coef, alpha, box).block_gaps
                     calls += n
                 if averaging and steps > 0:
                     certified = state.minus(averages, 2.0 / (steps * (steps + 1.0)))
-                    certified_coef = weights(problem, certified, alpha)
+                    certified_v = weights(problem, certified, alpha)
                 else:
-                    certified, certified_coef = state, coef
-                cert = certificate(problem, certified, certified_coef, alpha)
+                    certified, certified_v = state, coef
+                cert = certificate(problem, certified, certified_v, alpha, box)
                 calls += n
                 if not averaging:  # exact gaps of the current iterate: fresh estimates
                     estimates[:] = cert.block_gaps
@@ -300,7 +353,7 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
             bar.update()
             if converged:
                 break
-    return BCFWResult(coef=certified_coef.copy(), state=state, certificate=cert,
+    return BCFWResult(coef=cert.coef.copy(), state=state, certificate=cert,
                       certified_state=certified, active_sets=atoms,
                       gap_estimates=estimates, n_iter=it,
                       n_oracle_calls=calls, n_cache_hits=hits, converged=converged,
