@@ -1,7 +1,11 @@
 """sklearn_ssvm: structured SVMs with numba oracles and a scikit-learn API."""
 from .estimators import BCFWStructuredSVM
+from .path import (GridSearchPath, PathCV, RegularizationPath, cross_validate_path,
+                   grid_search_path, regularization_path)
 from .structures import BinarySVM, ChainCRF, MulticlassSVM, MultiLabel
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["BCFWStructuredSVM", "BinarySVM", "ChainCRF", "MultiLabel", "MulticlassSVM"]
+__all__ = ["BCFWStructuredSVM", "BinarySVM", "ChainCRF", "GridSearchPath", "MultiLabel",
+           "MulticlassSVM", "PathCV", "RegularizationPath", "cross_validate_path",
+           "grid_search_path", "regularization_path"]

@@ -10,7 +10,9 @@ as the gap budget ``eps`` allows, then re-solve (Alg. 7) until the gap is back b
 ``kappa * eps``.
 
 :func:`grid_search_path` is the paper's baseline (§5.2, App. K): BCFW solved to a fixed gap on a
-grid of ``alpha``, cold or warm started.
+grid of ``alpha``, cold or warm started. :func:`cross_validate_path` picks ``alpha`` by K-fold
+cross-validation on one path per fold (joblib). Paths and grids choose ``alpha`` on held-out data
+without refitting (``best_estimator``).
 
 Notation: ``alpha`` is the paper's ``lambda`` everywhere (eq. (1)), the estimators' name for it.
 The dual is kept in label space (:class:`~sklearn_ssvm.solvers.bcfw.DualState`): block ``i`` holds
@@ -19,7 +21,6 @@ and ``w_i = [phi(x_i, y_i) - (X_i^T M_i (+) Q_i)] / (alpha n)``.
 """
 import copy
 import dataclasses
-import inspect
 import time
 import warnings
 from dataclasses import dataclass
@@ -35,8 +36,9 @@ from ._kernels.batch import stats_from_labels
 from .solvers._common import numba_threads
 from .solvers.bcfw import DualState, bcfw, certificate, weights
 
-__all__ = ["GridSearchPath", "PathStart", "RegularizationPath", "block_deltas",
-           "grid_search_path", "initialize_path", "keep_primal_rescale", "regularization_path"]
+__all__ = ["GridSearchPath", "PathCV", "PathStart", "RegularizationPath", "block_deltas",
+           "cross_validate_path", "grid_search_path", "initialize_path", "keep_primal_rescale",
+           "regularization_path"]
 
 #: why :func:`regularization_path` stopped
 STOP_REASONS = ("delta_le_tau", "alpha_min", "max_breakpoints", "time_budget", "not_converged",
@@ -127,8 +129,9 @@ def keep_primal_rescale(state, rho, vertex):
 
 
 def _rescale_atoms(problem, atoms, rho):
-    """Prop. 1 on explicit active sets (pairwise/away steps): the same move as
-    :func:`keep_primal_rescale`, atom by atom; ``y_i`` becomes an atom if it is not one."""
+    """Prop. 1 on explicit active sets (pairwise/away steps, oracle cache): the same move as
+    :func:`keep_primal_rescale`, atom by atom. ``y_i`` becomes an atom if it is not one, in a
+    free slot, else in place of an inactive (cached) labeling, else in one more column."""
     labels, wts, count = atoms.labels.copy(), atoms.weights * rho, atoms.count.copy()
     n = problem.n_samples
     starts = problem.node_offsets[:-1]
@@ -288,16 +291,11 @@ def _solver_settings(estimator):
         raise TypeError(f"estimator must be a BCFWStructuredSVM, got {type(estimator).__name__}.")
     if hasattr(estimator, "_validate_params"):
         estimator._validate_params()
-    settings = dict(max_iter=getattr(estimator, "max_iter", 100),
-                    gap_check=getattr(estimator, "gap_check", 10),
-                    sampling=getattr(estimator, "sampling", "gap"))
-    # optional solver features (pairwise/away steps, oracle cache), passed on only when the
-    # estimator has them and the solver accepts them
-    accepted = inspect.signature(bcfw).parameters
-    for name in ("step", "cache", "cache_size", "cache_F", "cache_nu"):
-        if hasattr(estimator, name) and name in accepted:
-            settings[name] = getattr(estimator, name)
-    return settings
+    if getattr(estimator, "coef_bounds", None) is not None:
+        raise ValueError("Regularization paths with box constraints (coef_bounds) are not "
+                         "implemented: Alg. 6 gives no bound for them (spec 002 §8.2).")
+    return {name: getattr(estimator, name)
+            for name in ("max_iter", "gap_check", "sampling", "step", "cache", "cache_size")}
 
 
 def _uses_atoms(settings):
@@ -373,6 +371,12 @@ class _PathResult:
         cand_alphas, scores = self.validation_scores(X_val, Y_val, alphas)
         best = int(np.argmax(scores))  # candidates are descending: first max = largest alpha
         alpha, _, coef, gap = self._candidates(alphas)[best]
+        est = self._estimator_at(alpha, coef, gap)
+        est.validation_score_ = float(scores[best])
+        return est
+
+    def _estimator_at(self, alpha, coef, gap):
+        """A clone of ``estimator`` fitted with ``coef`` at ``alpha`` (no solver run)."""
         est = clone(self.estimator)
         est.set_params(alpha=float(alpha))
         est.coef_ = np.array(coef, dtype=float)
@@ -381,7 +385,6 @@ class _PathResult:
         est.classes_ = est.structure_.classes_
         est.n_features_in_ = est.structure_.n_features_in_
         est.duality_gap_ = float(gap)
-        est.validation_score_ = float(scores[best])
         return est
 
     @property
@@ -601,9 +604,11 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
     ----------
     estimator : BCFWStructuredSVM
         Supplies ``structure`` (cloned, then fitted on ``X, Y``) and the solver settings
-        ``max_iter``, ``gap_check``, ``sampling`` and ``random_state`` (and ``step`` if it has
-        one). Its ``alpha``, ``tol`` and ``averaging`` are ignored: the path certifies the last
-        iterate.
+        ``max_iter``, ``gap_check``, ``sampling``, ``random_state`` and, if it has them,
+        ``step``, ``cache`` and ``cache_size`` (active sets and caches are carried from one
+        breakpoint to the next, rescaled by Prop. 1). Its ``alpha``, ``tol`` and ``averaging``
+        are ignored: the path certifies the last iterate. Box constraints (``coef_bounds``)
+        are not supported.
     X, Y
         Training data, as for ``estimator.fit``.
     eps : float, default=0.1
@@ -675,6 +680,7 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
             gaps = cert.block_gaps
         else:
             gaps = start.gap_bounds
+        hinge = None  # the exact mean hinge, when a certificate gives it
         atoms = None
         if _uses_atoms(settings):  # active sets of alpha^inf: one atom, y~_i, per block
             atoms = _vertex_atoms(problem, start.labels, settings)
@@ -683,8 +689,10 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
     while True:
         deltas = block_deltas(problem, state, coef, vertex)
         gap = float(gaps.sum())
-        # mean_i H~_i(w) = sum_i (g_i + delta_i): exact with exact gaps, an upper bound otherwise
-        hinge = gap + float(deltas.sum())
+        if hinge is None:
+            # mean_i H~_i(w) = sum_i (g_i + delta_i): exact with exact gaps, an upper bound with
+            # the upper bounds of Alg. 6 (the first breakpoint of a heuristic path)
+            hinge = gap + float(deltas.sum())
         records.append(dict(alpha=alpha, coef=coef, gap=gap, exact=exact,
                             ell=float(state.ell_blocks.sum()), hinge=hinge, calls=calls,
                             time=time.perf_counter() - t0))
@@ -734,6 +742,7 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
             not_converged = True
         alpha, state, coef = next_alpha, res.state, res.coef
         gaps = cert.block_gaps if exact else np.asarray(res.gap_estimates, dtype=float)
+        hinge = float(cert.primal - 0.5 * alpha * coef @ coef)
 
 
 def _vertex_atoms(problem, labels, settings):
@@ -775,7 +784,8 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
     Parameters
     ----------
     estimator : BCFWStructuredSVM
-        Supplies ``structure`` and ``max_iter``, ``gap_check``, ``sampling``, ``random_state``.
+        Supplies ``structure`` and ``max_iter``, ``gap_check``, ``sampling``, ``random_state``
+        (and ``step``, ``cache``, ``cache_size`` if it has them).
     X, Y
         Training data.
     alphas : array-like, default=2.0 ** np.arange(15, -16, -1)
@@ -849,3 +859,105 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
     return GridSearchPath(estimator=clone(estimator), structure=structure,
                           n_samples=problem.n_samples, warm_start=warm_start, tol=tol,
                           points=points, wall_time=time.perf_counter() - wall)
+
+
+# ----------------------------------------------------------------------------------------------
+# cross-validation along the path
+# ----------------------------------------------------------------------------------------------
+
+def _take(X, idx):
+    if isinstance(X, np.ndarray) or sp.issparse(X):
+        return X[idx]
+    return [X[i] for i in idx]
+
+
+class PathCV:
+    """Cross-validated choice of ``alpha`` along regularization paths (:func:`cross_validate_path`).
+
+    Attributes
+    ----------
+    alphas_ : ndarray
+        The candidates, descending.
+    scores_ : ndarray of shape (n_folds, n_alphas)
+        Validation score (``1 - mean task loss``) of each fold's path at each candidate.
+    mean_scores_ : ndarray
+    best_alpha_ : float
+        Largest ``alpha`` with the best mean score.
+    paths_ : list of RegularizationPath
+        One path per fold.
+    path_ : RegularizationPath
+        The path on all the data.
+    best_estimator_ : BCFWStructuredSVM
+        ``path_``'s solution at ``best_alpha_`` (no refit), eps-approximate there.
+    """
+
+    def __init__(self, alphas, scores, paths, path, best_alpha, best_estimator):
+        self.alphas_ = alphas
+        self.scores_ = scores
+        self.mean_scores_ = scores.mean(axis=0)
+        self.paths_ = paths
+        self.path_ = path
+        self.best_alpha_ = best_alpha
+        self.best_estimator_ = best_estimator
+
+    def __repr__(self):
+        return (f"PathCV(n_folds={len(self.paths_)}, n_alphas={len(self.alphas_)}, "
+                f"best_alpha={self.best_alpha_:.4g})")
+
+
+def cross_validate_path(estimator, X, Y, cv=5, alphas=None, n_alphas=30, eps=0.1,
+                        alpha_min=1e-5, kappa=None, heuristic=False, n_jobs=None):
+    """Choose ``alpha`` by K-fold cross-validation on eps-approximate regularization paths.
+
+    One path per fold and one on all the data are computed, in parallel over joblib threads
+    (the BCFW kernels release the GIL); each fold's path is scored on its held-out part at
+    every candidate ``alpha`` (a piecewise constant path is scored once per piece). The result
+    does not depend on ``n_jobs``: every path gets the same seed as a sequential run would.
+
+    Parameters
+    ----------
+    estimator : BCFWStructuredSVM
+    X, Y
+        Training data.
+    cv : int or cross-validation splitter, default=5
+        Folds (``sklearn.model_selection.KFold(cv)`` for an int, no shuffling).
+    alphas : array-like or None
+        Candidates; default ``n_alphas`` values log-spaced over the range every path covers
+        (from the largest ``alphas_[0]`` down to ``alpha_min`` or the paths' lower ends).
+    n_alphas : int, default=30
+    eps, alpha_min, kappa, heuristic
+        As in :func:`regularization_path`.
+    n_jobs : int or None
+        joblib workers over the ``n_folds + 1`` paths.
+
+    Returns
+    -------
+    PathCV
+    """
+    from sklearn.model_selection import KFold, check_cv
+
+    splitter = KFold(cv) if isinstance(cv, Integral) else check_cv(cv)
+    n = Y.shape[0] if hasattr(Y, "shape") else len(Y)
+    folds = list(splitter.split(np.zeros((n, 1))))
+    parallel = n_jobs not in (None, 1)
+    kwargs = dict(eps=eps, alpha_min=alpha_min, kappa=kappa, heuristic=heuristic,
+                  n_jobs=1 if parallel else None)
+    rs = getattr(estimator, "random_state", None)
+    if isinstance(rs, (np.random.Generator, np.random.RandomState)):  # one fixed seed for all
+        estimator = clone(estimator).set_params(random_state=int(_as_generator(rs).integers(2**31)))
+    data = [(_take(X, tr), _take(Y, tr)) for tr, _ in folds] + [(X, Y)]
+    jobs = (delayed(regularization_path)(estimator, Xf, Yf, **kwargs) for Xf, Yf in data)
+    paths = Parallel(n_jobs=n_jobs, prefer="threads")(jobs)
+    full = paths.pop()
+    if alphas is None:
+        top = max(p.alphas_[0] for p in paths + [full])
+        low = max([p.alpha_lower_ for p in paths + [full]] + [alpha_min])
+        if low <= 0:
+            low = min(p.alphas_[-1] for p in paths + [full])
+        alphas = np.geomspace(top, low, n_alphas)
+    alphas = np.sort(np.asarray(alphas, dtype=float).ravel())[::-1]
+    scores = np.array([p.validation_scores(_take(X, va), _take(Y, va), alphas)[1]
+                       for p, (_, va) in zip(paths, folds)])
+    best = alphas[int(np.argmax(scores.mean(axis=0)))]
+    est = full._estimator_at(best, full.coef_at(best), full.gap_bound(best))
+    return PathCV(alphas, scores, paths, full, float(best), est)

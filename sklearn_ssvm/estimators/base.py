@@ -44,7 +44,9 @@ class StructuredEstimator(BaseEstimator):
         self
         """
         self._validate_params()
-        warm = self.warm_start and hasattr(self, "coef_")
+        # a warm start needs the dual state of a previous fit (estimators built from a path
+        # have only coef_): otherwise start cold
+        warm = self.warm_start and hasattr(self, "dual_state_")
         structure = self.structure_ if warm else clone(self.structure)
         problem = structure.prepare(X, Y)
         alpha = 1.0 / problem.n_samples if self.alpha is None else float(self.alpha)
