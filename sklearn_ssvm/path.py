@@ -414,7 +414,9 @@ class RegularizationPath(_PathResult):
     ells_ : ndarray
         ``ell^j = b^T alpha^j`` (the linear part of the dual).
     hinges_ : ndarray
-        ``mean_i H~_i(w^j)`` (an upper bound at ``alphas_[0]`` of a heuristic path).
+        ``mean_i H~_i(w^j)``; on a heuristic path an estimate, ``sum_i (g^_i + delta_i)`` from
+        the stale gap estimates (an upper bound at ``alphas_[0]``), so its ``gap_bound`` is
+        no certificate either.
     sq_norms_ : ndarray
         ``||w^j||^2``.
     n_oracle_calls_ : ndarray of int
@@ -725,24 +727,27 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
             kwargs["init_active_sets"] = _rescale_atoms(problem, atoms, rho)
         res = bcfw(problem, next_alpha, tol=tol, init=init,
                    init_estimates=np.maximum(gaps + (1.0 - rho) * moved, 0.0),
-                   random_state=rng, n_jobs=n_jobs, averaging=False, **kwargs)
+                   random_state=rng, n_jobs=n_jobs, averaging=False, certify=exact, **kwargs)
         calls += res.n_oracle_calls
         cert = res.certificate
-        atoms = getattr(res, "active_sets", None) if atoms is not None else None
-        if cert.gap > eps:  # not eps-approximate at next_alpha: w^J still is (G_J = eps there)
+        atoms = res.active_sets if atoms is not None else None
+        # exact path: the final exact gaps; heuristic path: the stale estimates (App. K)
+        gap_now = cert.gap if exact else float(np.sum(res.gap_estimates))
+        if gap_now > eps:  # not eps-approximate at next_alpha: w^J still is (G_J = eps there)
             warnings.warn(f"BCFW reached max_iter={settings['max_iter']} at alpha={next_alpha:.6g} "
-                          f"with duality gap {cert.gap:.4g} > eps={eps}; the path stops. "
+                          f"with duality gap {gap_now:.4g} > eps={eps}; the path stops. "
                           f"Increase the estimator's max_iter.", ConvergenceWarning)
             return result(records, "not_converged", next_alpha, start)
         if not res.converged:
             warnings.warn(f"BCFW reached max_iter={settings['max_iter']} at alpha={next_alpha:.6g} "
-                          f"with duality gap {cert.gap:.4g} > kappa eps={tol:.4g}; the path "
+                          f"with duality gap {gap_now:.4g} > kappa eps={tol:.4g}; the path "
                           f"stops after this breakpoint. Increase the estimator's max_iter.",
                           ConvergenceWarning)
             not_converged = True
         alpha, state, coef = next_alpha, res.state, res.coef
         gaps = cert.block_gaps if exact else np.asarray(res.gap_estimates, dtype=float)
-        hinge = float(cert.primal - 0.5 * alpha * coef @ coef)
+        # heuristic pieces have no exact hinge (no oracle pass at their end): estimated below
+        hinge = float(cert.primal - 0.5 * alpha * coef @ coef) if exact else None
 
 
 def _vertex_atoms(problem, labels, settings):

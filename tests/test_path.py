@@ -353,11 +353,11 @@ def test_heuristic_path():
     assert path.kappa == 0.7 and not path.exact_.any()
     assert path.gaps_[0] == pytest.approx(0.7 * EPS, rel=1e-12)  # the bounds of Alg. 6
     assert np.all(np.diff(path.alphas_) < 0) and path.stop_reason_ == "alpha_min"
-    # the certificates G_j still use exact hinge losses (an upper bound at alphas_[0])
-    problem = ChainCRF().prepare(X, Y)
-    hinges = [problem.hinge_losses(w).mean() for w in path.coefs_]
-    assert path.hinges_[0] >= hinges[0] - 1e-12
-    np.testing.assert_allclose(path.hinges_[1:], hinges[1:], atol=1e-10)
+    # no exact pass ends a heuristic breakpoint: its hinge is an estimate, and it costs less
+    # than the exact path over the same range
+    assert np.all(np.isfinite(path.hinges_))
+    exact = regularization_path(est, X, Y, kappa=0.7, alpha_min=path.alphas_[-1])
+    assert path.n_oracle_calls_[-1] < exact.n_oracle_calls_[-1]
     again = regularization_path(est, X, Y, heuristic=True, alpha_min=0.05)
     np.testing.assert_array_equal(path.alphas_, again.alphas_)
     np.testing.assert_array_equal(path.coefs_, again.coefs_)

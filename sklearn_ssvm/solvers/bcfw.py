@@ -174,6 +174,16 @@ class BCFWResult:
     history: list
 
 
+def _resync(problem, step, atoms, state, alpha, coef):
+    """Recompute the state from the atoms and ``coef = v`` from the state: incremental
+    updates drift (spec 002 §10.3)."""
+    if step != "fw":
+        state_from_atoms(problem.kind, problem.edges, problem.tok_offsets, problem.y,
+                         problem.node_offsets, atoms.labels, atoms.weights, atoms.count,
+                         state.M, state.Q, state.ell_blocks)
+    coef[:] = weights(problem, state, alpha)
+
+
 SAMPLINGS = ("gap", "uniform", "perm")
 STEPS = {"fw": FW, "pairwise": PAIRWISE, "away": AWAY}
 
@@ -192,8 +202,8 @@ def _pass_order(sampling, estimates, rng):
 
 def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap", step="fw",
          cache=False, cache_size=50, cache_F=0.25, cache_nu=0.01, bounds=None, averaging=False,
-         random_state=None, init=None, init_active_sets=None, init_estimates=None, n_jobs=None,
-         verbose=0):
+         certify=True, random_state=None, init=None, init_active_sets=None, init_estimates=None,
+         n_jobs=None, verbose=0):
     """Minimise ``alpha/2 ||w||^2 + mean_i H~_i(w)`` by block-coordinate Frank-Wolfe.
 
     Each pass makes up to ``n`` steps, each on one block with the exact line search of spec 002
@@ -238,6 +248,10 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
         ``k`` (Lacoste-Julien et al. 2013). The averaged dual point is feasible, so its
         duality gap is exact too.
     random_state : numpy Generator, int or None
+    certify : bool
+        With False, stop as soon as the blocks' (stale) gap estimates sum below ``tol``,
+        without the final exact pass: no guarantee (the heuristic path of spec 002 §8.4). The
+        periodic exact checks still run; ``certificate`` is the last of them, or None.
     init : DualState or None
         Warm start from this dual point (its ``w`` is recomputed at ``alpha``).
     init_active_sets : ActiveSets or None
@@ -298,8 +312,10 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
                          "reached by Frank-Wolfe steps alone does not have them.")
     steps = 0
     hits = 0
+    if averaging and not certify:
+        raise ValueError("averaging needs exact checks: the estimates are the last iterate's.")
     # the heuristic exit watches the last iterate's gaps; with averaging the average is certified
-    exit_below = -1.0 if averaging else HEURISTIC_EXIT * tol
+    exit_below = -1.0 if averaging else (HEURISTIC_EXIT if certify else 1.0) * tol
     with numba_threads(n_jobs), progress_bar(max_iter, verbose, "BCFW") as bar:
         for it in range(1, max_iter + 1):
             first, uniforms = _pass_order(sampling, estimates, rng)
@@ -323,13 +339,16 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
             calls += done - pass_hits
             record = {"pass": it, "oracle_calls": calls, "cache_hits": hits,
                       "gap_estimate": estimates.sum()}
+            if not certify and estimates.sum() <= tol:  # +inf while a block is unvisited
+                _resync(problem, step, atoms, state, alpha, coef)
+                if box is not None:
+                    clipped[:] = box.clip(coef)
+                converged = True
+                record.update(time=clock.wall(), cpu_time=clock.cpu())
+                history.append(record)
+                break
             if it % gap_check == 0 or it == max_iter or done < n:
-                # resync: incremental updates drift (spec 002 §10.3)
-                if step != "fw":
-                    state_from_atoms(problem.kind, problem.edges, problem.tok_offsets, problem.y,
-                                     problem.node_offsets, atoms.labels, atoms.weights,
-                                     atoms.count, state.M, state.Q, state.ell_blocks)
-                coef[:] = weights(problem, state, alpha)
+                _resync(problem, step, atoms, state, alpha, coef)
                 if box is not None:
                     clipped[:] = box.clip(coef)
                 if averaging and done == 0:  # the estimates stall the pass: refresh them
@@ -353,7 +372,11 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
             bar.update()
             if converged:
                 break
-    return BCFWResult(coef=cert.coef.copy(), state=state, certificate=cert,
+    if cert is None or (not certify and converged):
+        returned = clipped.copy()
+    else:
+        returned = cert.coef.copy()
+    return BCFWResult(coef=returned, state=state, certificate=cert,
                       certified_state=certified, active_sets=atoms,
                       gap_estimates=estimates, n_iter=it,
                       n_oracle_calls=calls, n_cache_hits=hits, converged=converged,
