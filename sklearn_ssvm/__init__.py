@@ -2,10 +2,10 @@
 from .estimators import BCFWStructuredSVM
 from .path import (GridSearchPath, PathCV, RegularizationPath, cross_validate_path,
                    grid_search_path, regularization_path)
-from .structures import BinarySVM, ChainCRF, MulticlassSVM, MultiLabel
+from .structures import BinarySVM, CandidateSet, ChainCRF, MulticlassSVM, MultiLabel
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["BCFWStructuredSVM", "BinarySVM", "ChainCRF", "GridSearchPath", "MultiLabel",
+__all__ = ["BCFWStructuredSVM", "BinarySVM", "CandidateSet", "ChainCRF", "GridSearchPath", "MultiLabel",
            "MulticlassSVM", "PathCV", "RegularizationPath", "cross_validate_path",
            "grid_search_path", "regularization_path"]

@@ -3,7 +3,7 @@ import itertools
 
 import numpy as np
 
-from sklearn_ssvm import ChainCRF, MultiLabel
+from sklearn_ssvm import CandidateSet, ChainCRF, MultiLabel
 
 
 def all_labelings(structure, x):
@@ -12,6 +12,8 @@ def all_labelings(structure, x):
     if isinstance(structure, ChainCRF):
         T = x.shape[0]
         return [np.array(p) for p in itertools.product(classes, repeat=T)]
+    if isinstance(structure, CandidateSet):
+        return list(range(x.shape[0]))
     if isinstance(structure, MultiLabel):
         K = len(classes)
         return [np.array(p) for p in itertools.product([0, 1], repeat=K)]

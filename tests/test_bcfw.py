@@ -308,8 +308,9 @@ def test_active_sets_stay_consistent(step, data):
         # incremental state == state rebuilt from the atoms, and w == A alpha
         rebuilt = state.copy()
         state_from_atoms(problem.kind, problem.edges, problem.tok_offsets, problem.y,
-                         problem.node_offsets, atoms.labels, atoms.weights.copy(), atoms.count,
-                         rebuilt.M, rebuilt.Q, rebuilt.ell_blocks)
+                         problem.node_offsets, problem.tok_loss, atoms.labels,
+                         atoms.weights.copy(), atoms.count, rebuilt.M, rebuilt.Q,
+                         rebuilt.ell_blocks)
         np.testing.assert_allclose(rebuilt.M, state.M, atol=1e-12)
         np.testing.assert_allclose(rebuilt.Q, state.Q, atol=1e-12)
         np.testing.assert_allclose(rebuilt.ell_blocks, state.ell_blocks, atol=1e-14)
@@ -496,3 +497,39 @@ def test_estimator_positive_pairwise():
     assert est.primal_objective(X, Y) == pytest.approx(est.primal_objective_)
     with pytest.raises(ValueError, match="n_params"):
         BCFWStructuredSVM(ChainCRF(), coef_bounds=(np.zeros(3), np.ones(3))).fit(X, Y)
+
+
+# -- the toy problem of spec 002 App. C: gap sampling is min{n, K, 1/(n eps)} times faster ---
+
+def app_c_toy(n, K):
+    """One hard object (K candidates along orthogonal directions) and n - 1 easy ones."""
+    from sklearn_ssvm import CandidateSet
+    losses = np.r_[0.0, np.ones(K)]
+    hard = np.zeros((K + 1, K + 1))
+    hard[1:, :K] = -np.eye(K) / np.sqrt(2)  # phi(x_1, k) = -e_k / sqrt(2)
+    easy = np.zeros((K + 1, K + 1))
+    easy[1:, K] = -1.0  # phi(x_i, k) = -e_{K+1}
+    X = [hard] + [easy] * (n - 1)
+    return CandidateSet(), X, [losses] * n
+
+
+def test_app_c_toy_optimum_and_gap_sampling_advantage():
+    n, K = 200, 50
+    structure, X, Y = app_c_toy(n, K)
+    problem = structure.prepare(X, Y)
+    alpha = 1.0 / n
+    p_star = (1.5 - 1.0 / (4 * K)) / n
+    w_star = np.r_[np.full(K, 1 / (K * np.sqrt(2))), 1.0]
+    calls = {}
+    for sampling in ("gap", "uniform"):
+        runs = [bcfw(problem, alpha, tol=1e-4, max_iter=5000, sampling=sampling,
+                     random_state=seed) for seed in range(3)]
+        for res in runs:
+            assert res.converged
+            assert res.certificate.primal == pytest.approx(p_star, abs=1e-4)
+            assert res.certificate.dual <= p_star + 1e-12
+        calls[sampling] = np.median([r.n_oracle_calls for r in runs])
+        if sampling == "gap":
+            np.testing.assert_allclose(runs[0].coef, w_star, atol=2e-2)
+    # App. C: O(n + t) oracle calls for gap sampling against O(n t) for uniform sampling
+    assert calls["uniform"] >= 3 * calls["gap"]

@@ -433,7 +433,8 @@ def test_proposition_1_on_active_sets(step, cache):
     expected = keep_primal_rescale(res.state, rho, DualState.at_labels(problem))
     rebuilt = DualState.zeros_like(res.state)
     state_from_atoms(problem.kind, problem.edges, problem.tok_offsets, problem.y,
-                     problem.node_offsets, atoms.labels, atoms.weights, atoms.count,
+                     problem.node_offsets, problem.tok_loss, atoms.labels, atoms.weights,
+                     atoms.count,
                      rebuilt.M, rebuilt.Q, rebuilt.ell_blocks)
     np.testing.assert_allclose(rebuilt.M, expected.M, atol=1e-12)
     np.testing.assert_allclose(rebuilt.Q, expected.Q, atol=1e-12)

@@ -138,3 +138,28 @@ def test_multilabel_tree_is_a_spanning_tree():
     assert s.edges_.shape == (5, 2)
     assert {0, 1} in [set(e) for e in s.edges_]
     assert len(all_labelings(s, np.zeros(2))) == 64
+
+
+def test_candidate_set_oracles_match_enumeration():
+    from sklearn_ssvm import CandidateSet
+    rng = np.random.default_rng(4)
+    X = [rng.normal(size=(1 + i % 5, 3)) for i in range(8)]
+    Y = []
+    for x in X:
+        loss = rng.random(x.shape[0])
+        loss[rng.integers(x.shape[0])] = 0.0
+        Y.append(loss)
+    s = CandidateSet()
+    s.prepare(X, Y)
+    for x, y in zip(X, Y):
+        coef = rng.normal(size=s.n_params)
+        true = int(np.flatnonzero(y == 0)[0])
+        np.testing.assert_array_equal(s.joint_feature(x, 1 % x.shape[0]), x[1 % x.shape[0]])
+        y_star, value = s.max_oracle(x, y, coef)
+        best = max(y[k] + coef @ (x[k] - x[true]) for k in range(x.shape[0]))
+        assert value == pytest.approx(best, abs=1e-12)
+        assert s.decode(x, coef) == int(np.argmax(x @ coef))
+    with pytest.raises(ValueError, match="0 at the true candidate"):
+        CandidateSet().prepare(X[:1], [np.ones(X[0].shape[0])])
+    with pytest.raises(ValueError, match="Example 0 has 1 candidates but 2 losses"):
+        CandidateSet().prepare(X[:1], [np.zeros(2)])

@@ -20,7 +20,7 @@ def max_length(offsets):
 
 @njit(cache=True, nogil=True, parallel=True)
 def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
-               W, theta, augment, M, Q, y_out, values, true_scores, expected_scores):
+               tok_loss, W, theta, augment, M, Q, y_out, values, true_scores, expected_scores):
     """Run the (loss-augmented) oracle on every example at the weights ``(W, theta)``.
 
     Writes the argmax labelings to ``y_out`` (packed like ``y``) and their values to ``values``.
@@ -49,8 +49,8 @@ def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
             unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
             yi = y[node_off[i]:node_off[i + 1]]
             yo = y_out[node_off[i]:node_off[i + 1]]
-            values[i] = oracle(kind, U, theta, yi, augment, edges, parent, order, yo, work,
-                               iwork)
+            values[i] = oracle(kind, U, theta, yi, tok_loss[t0:t0 + T], augment, edges, parent,
+                               order, yo, work, iwork)
             if augment:
                 true_scores[i] = labeling_score(kind, U, theta, yi, edges)
                 if with_state:
@@ -64,8 +64,8 @@ def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
 
 
 @njit(cache=True, nogil=True)
-def weights_from_state(kind, edges, indptr, indices, data, tok_off, y, node_off, M, Q, scale,
-                       W, theta):
+def weights_from_state(kind, edges, indptr, indices, data, tok_off, y, node_off, tok_loss, M, Q,
+                       scale, W, theta):
     """``w = scale * sum_i [phi(x_i, y_i) - E_{alpha_i} phi(x_i, .)]`` from the label-space state.
 
     With ``scale = 1/(lambda n)`` this is ``w(alpha) = A alpha`` (spec 002 eq. (3)); solvers call

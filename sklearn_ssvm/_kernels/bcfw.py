@@ -91,7 +91,8 @@ def _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s, away, may_
 
 
 @njit(cache=True, nogil=True)
-def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, gram,
+def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss,
+              gram,
               gram_off, W, theta, Wc, theta_c, lower_W, upper_W, lower_theta, upper_theta, M, Q,
               ell_blocks, lam, first_blocks, start, n_steps, uniforms,
               gap_sampling, exit_below, gap_estimates, step_type, atom_y, atom_w, atom_n,
@@ -169,6 +170,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         unary_scores_into(indptr, indices, data, t0, t0 + T, Wc, U)
         yi = y[n0:n1]
         ys = y_buf[:n1 - n0]
+        losses = tok_loss[t0:t0 + T]
         # expected value of H_i under alpha_i, minus the loss part: <U, M_i> + <theta, Q_i>
         expected = 0.0
         for t in range(T):
@@ -181,7 +183,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         away = -1
         if keep_atoms:
             for k in range(atom_n[i]):
-                H_atoms[k] = (label_loss(kind, yi, atom_y[k, n0:n1])
+                H_atoms[k] = (label_loss(kind, yi, atom_y[k, n0:n1], losses)
                               + labeling_score(kind, U, theta_c, atom_y[k, n0:n1], edges))
                 if best < 0 or H_atoms[k] > H_atoms[best]:
                     best = k
@@ -200,7 +202,8 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             gap = cached_gap
             n_hits += 1
         else:
-            H_s = oracle(kind, U, theta_c, yi, True, edges, parent, order, ys, work, iwork)
+            H_s = oracle(kind, U, theta_c, yi, losses, True, edges, parent, order, ys, work,
+                         iwork)
             gap = (H_s - expected) / n - ell_blocks[i]  # the block's FW gap, eq. (7)
             if np.isinf(gap_estimates[i]):
                 n_unvisited -= 1
@@ -214,7 +217,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
                                             away, step_type == FW)
                 if k_star < 0:
                     return b, True, n_hits
-        L_s = label_loss(kind, yi, ys)
+        L_s = label_loss(kind, yi, ys, losses)
         # the step's direction (D, dq, dl), rate of decrease and largest step
         numerator = gap
         gamma_max = 1.0
@@ -241,11 +244,11 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             dq[j] = Q[i, j] if away_step else (0.0 if pairwise else -Q[i, j])
         if away_step:  # D = M_i - S(y_a)
             add_stats(kind, atom_y[away, n0:n1], -1.0, D, dq, edges)
-            dl = ell_blocks[i] - label_loss(kind, yi, atom_y[away, n0:n1]) / n
+            dl = ell_blocks[i] - label_loss(kind, yi, atom_y[away, n0:n1], losses) / n
         elif pairwise:  # D = S(y*) - S(y_a)
             add_stats(kind, ys, 1.0, D, dq, edges)
             add_stats(kind, atom_y[away, n0:n1], -1.0, D, dq, edges)
-            dl = (L_s - label_loss(kind, yi, atom_y[away, n0:n1])) / n
+            dl = (L_s - label_loss(kind, yi, atom_y[away, n0:n1], losses)) / n
         else:  # Frank-Wolfe: D = S(y*) - M_i
             add_stats(kind, ys, 1.0, D, dq, edges)
             dl = L_s / n - ell_blocks[i]
@@ -315,7 +318,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
 
 
 @njit(cache=True, nogil=True)
-def state_from_atoms(kind, edges, tok_off, y, node_off, atom_y, atom_w, atom_n, M, Q,
+def state_from_atoms(kind, edges, tok_off, y, node_off, tok_loss, atom_y, atom_w, atom_n, M, Q,
                      ell_blocks):
     """Recompute ``M, Q, ell`` from the atoms, renormalising each block's weights to sum 1.
 
@@ -335,5 +338,6 @@ def state_from_atoms(kind, edges, tok_off, y, node_off, atom_y, atom_w, atom_n, 
             atom_w[i, k] /= total
             add_stats(kind, atom_y[k, n0:n1], atom_w[i, k], M[tok_off[i]:tok_off[i + 1]], Q[i],
                       edges)
-            ell += atom_w[i, k] * label_loss(kind, y[n0:n1], atom_y[k, n0:n1])
+            ell += atom_w[i, k] * label_loss(kind, y[n0:n1], atom_y[k, n0:n1],
+                                             tok_loss[tok_off[i]:tok_off[i + 1]])
         ell_blocks[i] = ell / n

@@ -22,6 +22,7 @@ BINARY = 2  # one token, one column holding y/2 with y in {-1, +1}
 MULTILABEL_INDEPENDENT = 3  # one token, row = indicator vector of the labels
 MULTILABEL_TREE = 4  # same, plus 2x2 tables on the edges of a tree (exact max-product)
 MULTILABEL_FULL = 5  # same, plus 2x2 tables on every pair of labels (exhaustive search)
+CANDIDATES = 6  # tokens are candidate outputs, one column: S(y) = e_y; given loss per candidate
 
 
 @njit(cache=True, nogil=True)
@@ -46,6 +47,8 @@ def add_stats(kind, y, coef, S, q, edges):
         S[0, y[0]] += coef
     elif kind == BINARY:
         S[0, 0] += coef * (y[0] - 0.5)
+    elif kind == CANDIDATES:
+        S[y[0], 0] += coef
     else:
         for k in range(y.shape[0]):
             S[0, k] += coef * y[k]
@@ -54,8 +57,11 @@ def add_stats(kind, y, coef, S, q, edges):
 
 
 @njit(cache=True, nogil=True)
-def label_loss(kind, y_true, y):
-    """Task loss: Hamming normalised by the length for chains and multi-label, else 0-1."""
+def label_loss(kind, y_true, y, losses):
+    """Task loss: Hamming normalised by the length for chains and multi-label, the given loss
+    of the candidate for candidate sets (``losses``: the example's per-token losses), else 0-1."""
+    if kind == CANDIDATES:
+        return losses[y[0]]
     if kind == MULTICLASS or kind == BINARY:
         return 0.0 if y_true[0] == y[0] else 1.0
     wrong = 0
@@ -78,6 +84,8 @@ def labeling_score(kind, U, theta, y, edges):
         return U[0, y[0]]
     if kind == BINARY:
         return U[0, 0] * (y[0] - 0.5)
+    if kind == CANDIDATES:
+        return U[y[0], 0]
     total = 0.0
     for k in range(y.shape[0]):
         if y[k]:
@@ -113,7 +121,7 @@ def _multilabel_unary(U, y_true, augment, node):
 
 
 @njit(cache=True, nogil=True)
-def oracle(kind, U, theta, y_true, augment, edges, parent, order, y_out, work, iwork):
+def oracle(kind, U, theta, y_true, losses, augment, edges, parent, order, y_out, work, iwork):
     """Best labeling of one example; with ``augment`` the loss-augmented one.
 
     Returns the value ``<U, S(y)> + <theta, q(y)> (+ loss(y_true, y))`` of the labeling written
@@ -141,6 +149,14 @@ def oracle(kind, U, theta, y_true, augment, edges, parent, order, y_out, work, i
             if v > best:
                 best = v
                 y_out[0] = c
+        return best
+    if kind == CANDIDATES:  # exhaustive over the candidates (spec 000 §2.4)
+        best = -np.inf
+        for t in range(T):
+            v = U[t, 0] + (losses[t] if augment else 0.0)
+            if v > best:
+                best = v
+                y_out[0] = t
         return best
     if kind == BINARY:
         best = -np.inf

@@ -179,8 +179,8 @@ def _resync(problem, step, atoms, state, alpha, coef):
     updates drift (spec 002 §10.3)."""
     if step != "fw":
         state_from_atoms(problem.kind, problem.edges, problem.tok_offsets, problem.y,
-                         problem.node_offsets, atoms.labels, atoms.weights, atoms.count,
-                         state.M, state.Q, state.ell_blocks)
+                         problem.node_offsets, problem.tok_loss, atoms.labels, atoms.weights,
+                         atoms.count, state.M, state.Q, state.ell_blocks)
     coef[:] = weights(problem, state, alpha)
 
 

@@ -1,7 +1,8 @@
 from .base import Problem, StructuredModel
 from .binary import BinarySVM
+from .candidates import CandidateSet
 from .chain import ChainCRF
 from .multiclass import MulticlassSVM
 from .multilabel import MultiLabel
 
-__all__ = ["BinarySVM", "ChainCRF", "MultiLabel", "MulticlassSVM", "Problem", "StructuredModel"]
+__all__ = ["BinarySVM", "CandidateSet", "ChainCRF", "MultiLabel", "MulticlassSVM", "Problem", "StructuredModel"]

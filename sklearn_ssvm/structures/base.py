@@ -54,10 +54,15 @@ class Problem:
     n_codes: int
     n_pair: int
     has_labels: bool = True
+    tok_loss: np.ndarray = None
     edges: np.ndarray = field(default_factory=lambda: _EMPTY_EDGES)
     parent: np.ndarray = field(default_factory=lambda: _EMPTY_INT)
     order: np.ndarray = field(default_factory=lambda: _EMPTY_INT)
     _gram: tuple = None
+
+    def __post_init__(self):
+        if self.tok_loss is None:  # only candidate sets have losses attached to tokens
+            self.tok_loss = np.zeros(self.tok_offsets[-1])
 
     @property
     def n_samples(self):
@@ -80,7 +85,7 @@ class Problem:
 
     def data_args(self):
         return (self.indptr, self.indices, self.data, self.tok_offsets, self.y,
-                self.node_offsets)
+                self.node_offsets, self.tok_loss)
 
     def split_coef(self, coef):
         """Views ``(W, theta)`` of a parameter vector."""
@@ -108,9 +113,10 @@ class Problem:
 
     def losses(self, y_pred):
         """Task loss of each example for the packed predictions ``y_pred``."""
-        off = self.node_offsets
+        off, tok = self.node_offsets, self.tok_offsets
         return np.array([labelings.label_loss(self.kind, self.y[off[i]:off[i + 1]],
-                                              y_pred[off[i]:off[i + 1]])
+                                              y_pred[off[i]:off[i + 1]],
+                                              self.tok_loss[tok[i]:tok[i + 1]])
                          for i in range(self.n_samples)])
 
 
@@ -179,10 +185,12 @@ class StructuredModel(BaseEstimator):
         X_all = self._augment(X_all, tok_offsets)
         X_all.sort_indices()
         y, node_offsets = self._encode_labels(Y, lengths)
+        tok_loss = None if Y is None else self._token_losses(Y)
         return Problem(kind=self._kind, indptr=X_all.indptr.astype(np.int64),
                        indices=X_all.indices.astype(np.int32), data=X_all.data,
                        n_features=X_all.shape[1], tok_offsets=tok_offsets, y=y,
                        node_offsets=node_offsets, n_codes=self._n_codes, has_labels=Y is not None,
+                       tok_loss=tok_loss,
                        n_pair=labelings.n_pair_stats(self._kind, self._n_codes,
                                                      self._edges.shape[0]),
                        edges=self._edges, parent=self._parent, order=self._order)
@@ -194,6 +202,10 @@ class StructuredModel(BaseEstimator):
 
     def _augment(self, X_all, tok_offsets):
         return X_all
+
+    def _token_losses(self, Y):
+        """Per-token losses packed like the tokens (candidate sets only)."""
+        return None
 
     def _check_n_features(self, n_features, i):
         if n_features != self.n_features_in_:
@@ -253,7 +265,7 @@ class StructuredModel(BaseEstimator):
         b = self._encode_one(y)
         if a.shape != b.shape:
             raise ValueError(f"Labelings have different lengths: {a.shape[0]} and {b.shape[0]}.")
-        return labelings.label_loss(self._kind, a, b)
+        return labelings.label_loss(self._kind, a, b, np.zeros(0))
 
     def max_oracle(self, x, y_true, coef):
         """Loss-augmented decoding: ``(y*, H(y*))`` with
@@ -286,6 +298,38 @@ def _one_row(x):
 
 def _one_label(y):
     return np.asarray(y)[None] if np.ndim(y) >= 1 else [y]
+
+
+class SequenceStructure(StructuredModel):
+    """Structures whose examples are matrices of tokens: X is a list of 2-D arrays/sparse."""
+
+    _sequence_input = True
+    #: how messages name an example and its rows
+    _item = "Sequence"
+    _rows = "tokens"
+
+    def _token_matrix(self, X, fitting):
+        if isinstance(X, np.ndarray) and X.ndim == 3:
+            X = list(X)
+        if not isinstance(X, (list, tuple)):
+            raise ValueError(f"X must be a list of (n_{self._rows}, n_features) arrays or sparse "
+                             f"matrices, one per example.")
+        if len(X) == 0:
+            raise ValueError("X contains no examples.")
+        blocks = []
+        for i, x in enumerate(X):
+            if not sp.issparse(x) and np.ndim(x) != 2:
+                raise ValueError(f"{self._item} {i} must be a 2-D (n_{self._rows}, n_features) "
+                                 f"array, got {np.ndim(x)} dimensions.")
+            x = check_finite_matrix(x, f"{self._item} {i}")
+            if x.shape[0] == 0:
+                raise ValueError(f"{self._item} {i} is empty (0 {self._rows}).")
+            if fitting and i == 0:
+                self.n_features_in_ = x.shape[1]
+            self._check_n_features(x.shape[1], i)
+            blocks.append(x)
+        lengths = np.array([b.shape[0] for b in blocks], dtype=np.int64)
+        return stack_csr(blocks, self.n_features_in_), lengths
 
 
 class FlatStructure(StructuredModel):

@@ -4,10 +4,10 @@ import scipy.sparse as sp
 
 from .._kernels import chain as chain_kernels
 from .._kernels.labelings import CHAIN
-from .base import StructuredModel, check_finite_matrix, stack_csr
+from .base import SequenceStructure
 
 
-class ChainCRF(StructuredModel):
+class ChainCRF(SequenceStructure):
     """Sequence labelling with a first-order chain (the OCR model of spec 002 §9.1).
 
     The joint feature of a sequence ``x`` (``T x n_features``) and labels ``y`` stacks
@@ -33,7 +33,6 @@ class ChainCRF(StructuredModel):
     """
 
     _kind = CHAIN
-    _sequence_input = True
     loss_name = "normalised Hamming loss"
 
     def __init__(self, bias=True):
@@ -45,29 +44,6 @@ class ChainCRF(StructuredModel):
 
     def _augment_width(self):
         return 3 if self.bias else 0
-
-    def _token_matrix(self, X, fitting):
-        if isinstance(X, np.ndarray) and X.ndim == 3:
-            X = list(X)
-        if not isinstance(X, (list, tuple)):
-            raise ValueError("X must be a list of (n_tokens, n_features) arrays or sparse "
-                             "matrices, one per sequence.")
-        if len(X) == 0:
-            raise ValueError("X contains no sequences.")
-        blocks = []
-        for i, x in enumerate(X):
-            if not sp.issparse(x) and np.ndim(x) != 2:
-                raise ValueError(f"Sequence {i} must be a 2-D (n_tokens, n_features) array, "
-                                 f"got {np.ndim(x)} dimensions.")
-            x = check_finite_matrix(x, f"Sequence {i}")
-            if x.shape[0] == 0:
-                raise ValueError(f"Sequence {i} is empty (0 tokens).")
-            if fitting and i == 0:
-                self.n_features_in_ = x.shape[1]
-            self._check_n_features(x.shape[1], i)
-            blocks.append(x)
-        lengths = np.array([b.shape[0] for b in blocks], dtype=np.int64)
-        return stack_csr(blocks, self.n_features_in_), lengths
 
     def _fit_labels(self, Y):
         seqs = [np.asarray(y).ravel() for y in Y]

@@ -1,0 +1,77 @@
+"""Candidate sets: each example is a finite list of candidate outputs, each with features and a
+loss (object localisation with proposals, re-ranking, the toy problem of spec 002 App. C)."""
+import numpy as np
+
+from .._kernels.labelings import CANDIDATES
+from .base import SequenceStructure
+
+
+class CandidateSet(SequenceStructure):
+    """Pick one candidate per example: ``phi(x, y) = x[y]``, the features of candidate ``y``.
+
+    ``X`` is a list of ``(n_candidates_i, n_features)`` matrices (dense or sparse), and ``Y`` a
+    list of per-candidate loss vectors: ``Y[i][k] = L(y_i, k) >= 0``, zero at the true candidate
+    (the first zero if several). The oracles are exhaustive over the candidates (spec 000
+    §2.4, "explicit candidate sets"). ``predict`` returns candidate indices; the estimators'
+    ``score`` is ``1 - mean loss`` of the predicted candidates.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        ``arange(max n_candidates)``: the candidate indices.
+    n_features_in_ : int
+    """
+
+    _kind = CANDIDATES
+    _n_codes = 1
+    _item = "Example"
+    _rows = "candidates"
+    loss_name = "candidate loss"
+
+    def __init__(self):
+        pass
+
+    def _check_losses(self, y, i, n_candidates=None):
+        y = np.asarray(y, dtype=float)
+        if y.ndim != 1:
+            raise ValueError(f"Example {i}: the losses must be a 1-D vector, one per candidate.")
+        if n_candidates is not None and y.shape[0] != n_candidates:
+            raise ValueError(f"Example {i} has {n_candidates} candidates but {y.shape[0]} "
+                             f"losses.")
+        if not np.all(np.isfinite(y)) or np.any(y < 0) or not np.any(y == 0):
+            raise ValueError(f"Example {i}: candidate losses must be finite and >= 0, with 0 at "
+                             f"the true candidate.")
+        return y
+
+    def _fit_labels(self, Y):
+        lengths = [len(self._check_losses(y, i)) for i, y in enumerate(Y)]
+        self.classes_ = np.arange(max(lengths))
+
+    def _encode_labels(self, Y, lengths):
+        offsets = np.arange(len(lengths) + 1, dtype=np.int64)
+        if Y is None:
+            return np.zeros(len(lengths), dtype=np.int32), offsets
+        true = [np.flatnonzero(self._check_losses(y, i, T) == 0)[0]
+                for i, (y, T) in enumerate(zip(Y, lengths))]
+        return np.array(true, dtype=np.int32), offsets
+
+    def _token_losses(self, Y):
+        return np.concatenate([np.asarray(y, dtype=float) for y in Y])
+
+    def _decode_labels(self, y, offsets):
+        return y.astype(np.int64)
+
+    def _decode_one(self, y_codes):
+        return int(y_codes[0])
+
+    def joint_feature(self, x, y):
+        """``phi(x, y)``: the features of candidate ``y`` (an index)."""
+        problem = self._single(x, np.zeros(np.shape(x)[0]))  # validates x
+        row = np.zeros(problem.n_features)
+        start, stop = problem.indptr[y], problem.indptr[y + 1]
+        row[problem.indices[start:stop]] = problem.data[start:stop]
+        return row
+
+    def loss(self, y_true, y):
+        """``L(y_true, y) = y_true[y]``: ``y_true`` the loss vector, ``y`` a candidate index."""
+        return float(np.asarray(y_true, dtype=float)[y])
