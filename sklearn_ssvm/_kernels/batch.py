@@ -2,7 +2,7 @@
 import numpy as np
 from numba import njit, prange
 
-from .labelings import add_stats, labeling_score, oracle, oracle_iwork_size, oracle_work_size
+from .labelings import add_stats, expected_score, labeling_score, oracle, oracle_iwork_size, oracle_work_size
 from .sparse import add_outer_into, unary_scores_into
 
 
@@ -54,13 +54,7 @@ def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
             if augment:
                 true_scores[i] = labeling_score(kind, U, theta, yi, edges)
                 if with_state:
-                    e = 0.0
-                    for t in range(T):
-                        for c in range(C):
-                            e += U[t, c] * M[t0 + t, c]
-                    for j in range(p):
-                        e += theta[j] * Q[i, j]
-                    expected_scores[i] = e
+                    expected_scores[i] = expected_score(U, theta, M, Q, t0, i)
 
 
 @njit(cache=True, nogil=True)

@@ -22,8 +22,8 @@ import numpy as np
 from numba import njit
 
 from .batch import max_length
-from .labelings import (add_stats, label_loss, labeling_score, oracle, oracle_iwork_size,
-                        oracle_work_size)
+from .labelings import (add_stats, expected_score, label_loss, labeling_score, oracle,
+                        oracle_iwork_size, oracle_work_size)
 from .sampling import sum_tree, sum_tree_sample, sum_tree_total, sum_tree_update
 from .sparse import add_outer_into, clip_rows, gram_quadratic, unary_scores_into
 
@@ -172,12 +172,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         ys = y_buf[:n1 - n0]
         losses = tok_loss[t0:t0 + T]
         # expected value of H_i under alpha_i, minus the loss part: <U, M_i> + <theta, Q_i>
-        expected = 0.0
-        for t in range(T):
-            for c in range(C):
-                expected += U[t, c] * M[t0 + t, c]
-        for j in range(p):
-            expected += theta_c[j] * Q[i, j]
+        expected = expected_score(U, theta_c, M, Q, t0, i)
         # the atoms' values H_i(y) = L(y_i, y) + score(y) (cached corners and active set)
         best = -1
         away = -1

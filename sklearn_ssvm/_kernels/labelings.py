@@ -96,6 +96,19 @@ def labeling_score(kind, U, theta, y, edges):
 
 
 @njit(cache=True, nogil=True)
+def expected_score(U, theta, M, Q, t0, i):
+    """``<U, M_i> + <theta, Q_i>``: the score expected under block ``i``'s dual distribution,
+    ``M_i`` being rows ``t0 : t0 + len(U)`` of ``M`` (the label-space dual state)."""
+    total = 0.0
+    for t in range(U.shape[0]):
+        for c in range(U.shape[1]):
+            total += U[t, c] * M[t0 + t, c]
+    for j in range(theta.shape[0]):
+        total += theta[j] * Q[i, j]
+    return total
+
+
+@njit(cache=True, nogil=True)
 def oracle_work_size(kind, max_T, n_codes):
     if kind == CHAIN:
         return max_T * n_codes + viterbi_work_size(max_T, n_codes)

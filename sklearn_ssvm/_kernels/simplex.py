@@ -91,6 +91,22 @@ def project_simplex(v):
 
 
 @njit(cache=True, nogil=True)
+def _hard_max_into(z, out):
+    """``max z``, with ``out`` the one-hot of its first argmax: the weights at ``mu = 0``.
+
+    ``out`` may be ``z``: the maximum is read before ``out`` is written.
+    """
+    imax = 0
+    for i in range(1, z.shape[0]):
+        if z[i] > z[imax]:
+            imax = i
+    zmax = z[imax]
+    out[:] = 0.0
+    out[imax] = 1.0
+    return zmax
+
+
+@njit(cache=True, nogil=True)
 def topk_weights_into(scores, mu, out, work):
     """Top-K (l2^2) smoothed max of a score list; weights written into ``out``.
 
@@ -122,17 +138,10 @@ def topk_weights_into(scores, mu, out, work):
         ``[0, mu/2)``.
     """
     n = scores.shape[0]
-    imax = 0
-    zmax = scores[0]
-    for i in range(1, n):
-        if scores[i] > zmax:
-            zmax = scores[i]
-            imax = i
     if mu <= 0.0:
-        for i in range(n):
-            out[i] = 0.0
-        out[imax] = 1.0
+        zmax = _hard_max_into(scores, out)
         return zmax, zmax
+    zmax = np.max(scores)  # a finite shift: the projection is shift invariant
     for i in range(n):
         out[i] = (scores[i] - zmax) / mu
     project_simplex_into(out, out, work)
@@ -171,17 +180,9 @@ def entropy_smooth_max_into(z, mu, out):
     value : float
     """
     n = z.shape[0]
-    imax = 0
-    zmax = z[0]
-    for i in range(1, n):
-        if z[i] > zmax:
-            zmax = z[i]
-            imax = i
     if mu <= 0.0:
-        for i in range(n):
-            out[i] = 0.0
-        out[imax] = 1.0
-        return zmax
+        return _hard_max_into(z, out)
+    zmax = np.max(z)
     s = 0.0
     for i in range(n):
         e = np.exp((z[i] - zmax) / mu)  # exp(-inf) = 0
