@@ -34,7 +34,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._kernels.batch import stats_from_labels
 from .solvers._common import numba_threads
-from .solvers.bcfw import DualState, bcfw, certificate, weights
+from .solvers.bcfw import (DualState, bcfw, certificate, keep_primal_rescale,
+                            rescale_active_sets, weights)
 
 __all__ = ["GridSearchPath", "PathCV", "PathStart", "RegularizationPath", "block_deltas",
            "cross_validate_path", "grid_search_path", "initialize_path", "keep_primal_rescale",
@@ -99,63 +100,6 @@ def block_deltas(problem, state, coef, vertex=None):
         vertex = DualState.at_labels(problem)
     pair = _block_scores(problem, coef, vertex.M - state.M, vertex.Q - state.Q)
     return state.ell_blocks - pair / problem.n_samples
-
-
-def keep_primal_rescale(state, rho, vertex):
-    """Proposition 1: ``alpha_i(y) <- rho alpha_i(y)`` for ``y != y_i``, the rest on ``y_i``.
-
-    In label space ``M_i <- rho M_i + (1 - rho) S(y_i)``, ``Q_i`` likewise and
-    ``ell_i <- rho ell_i`` (``L_i(y_i) = 0``). At ``alpha_new = rho * alpha_old`` the weights
-    ``w`` and every ``w_i`` are unchanged, and each block gap moves by ``(1 - rho) delta_i``
-    (eq. (12)): ``g_i(new) = g_i(old) + (1 - rho) delta_i``.
-
-    Parameters
-    ----------
-    state : DualState
-    rho : float
-        ``alpha_new / alpha_old``, in ``(0, 1]``.
-    vertex : DualState
-        ``DualState.at_labels(problem)``: rows ``S(y_i)``, ``q(y_i)``.
-
-    Returns
-    -------
-    DualState
-    """
-    if not 0.0 < rho <= 1.0:
-        raise ValueError(f"rho must be in (0, 1], got {rho!r}.")
-    return DualState(rho * state.M + (1.0 - rho) * vertex.M,
-                     rho * state.Q + (1.0 - rho) * vertex.Q,
-                     rho * state.ell_blocks)
-
-
-def _rescale_atoms(problem, atoms, rho):
-    """Prop. 1 on explicit active sets (pairwise/away steps, oracle cache): the same move as
-    :func:`keep_primal_rescale`, atom by atom. ``y_i`` becomes an atom if it is not one, in a
-    free slot, else in place of an inactive (cached) labeling, else in one more column."""
-    labels, wts, count = atoms.labels.copy(), atoms.weights * rho, atoms.count.copy()
-    n = problem.n_samples
-    starts = problem.node_offsets[:-1]
-    found = np.full(n, -1)
-    for k in range(labels.shape[0]):
-        same = np.minimum.reduceat((labels[k] == problem.y).astype(np.int8), starts) > 0
-        hit = same & (k < count) & (found < 0)
-        found[hit] = k
-    has = found >= 0
-    wts[np.flatnonzero(has), found[has]] += 1.0 - rho
-    off = problem.node_offsets
-    for i in np.flatnonzero(~has):
-        k = count[i]
-        if k == labels.shape[0]:  # full store: reuse an inactive (cached) slot, else grow
-            inactive = np.flatnonzero(wts[i, :k] == 0.0)
-            if inactive.size:
-                k = inactive[0]
-            else:
-                labels = np.vstack([labels, np.zeros((1, labels.shape[1]), labels.dtype)])
-                wts = np.hstack([wts, np.zeros((n, 1))])
-        labels[k, off[i]:off[i + 1]] = problem.y[off[i]:off[i + 1]]
-        wts[i, k] = 1.0 - rho
-        count[i] = max(count[i], k + 1)
-    return dataclasses.replace(atoms, labels=labels, weights=wts, count=count)
 
 
 def _check_zero_loss(problem):
@@ -724,7 +668,7 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
         moved = deltas if exact else np.maximum(deltas, 0.0)  # stale estimates: clamp (§8.3)
         kwargs = dict(settings)
         if atoms is not None:
-            kwargs["init_active_sets"] = _rescale_atoms(problem, atoms, rho)
+            kwargs["init_active_sets"] = rescale_active_sets(problem, atoms, rho)
         res = bcfw(problem, next_alpha, tol=tol, init=init,
                    init_estimates=np.maximum(gaps + (1.0 - rho) * moved, 0.0),
                    random_state=rng, n_jobs=n_jobs, averaging=False, certify=exact, **kwargs)
@@ -848,7 +792,7 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
                     kwargs["init_estimates"] = np.maximum(
                         res_prev.certificate.block_gaps + (1.0 - rho) * deltas, 0.0)
                     if atoms is not None:
-                        kwargs["init_active_sets"] = _rescale_atoms(problem, atoms, rho)
+                        kwargs["init_active_sets"] = rescale_active_sets(problem, atoms, rho)
                 else:
                     kwargs["init"] = res_prev.state
                     if atoms is not None:

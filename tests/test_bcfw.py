@@ -533,3 +533,21 @@ def test_app_c_toy_optimum_and_gap_sampling_advantage():
             np.testing.assert_allclose(runs[0].coef, w_star, atol=2e-2)
     # App. C: O(n + t) oracle calls for gap sampling against O(n t) for uniform sampling
     assert calls["uniform"] >= 3 * calls["gap"]
+
+
+def test_warm_start_to_a_smaller_alpha_keeps_the_primal_point():
+    """Prop. 1 (spec 002 §8.3): w kept, ell scaled, the new gap exact."""
+    rng = np.random.default_rng(22)
+    X, Y = chain_data(rng)
+    for step in ("fw", "pairwise"):
+        est = BCFWStructuredSVM(ChainCRF(), alpha=0.2, max_iter=5, tol=0.0, step=step,
+                                warm_start=True, random_state=0).fit(X, Y)
+        coef = est.coef_.copy()
+        est.set_params(alpha=0.1, max_iter=1)
+        problem = est.structure_.prepare(X, Y)
+        from sklearn_ssvm.solvers.bcfw import DualState, keep_primal_rescale
+        moved = keep_primal_rescale(est.dual_state_, 0.5, DualState.at_labels(problem))
+        np.testing.assert_allclose(weights(problem, moved, 0.1), coef, atol=1e-12)
+        est.fit(X, Y)
+        assert est.duality_gap_ == pytest.approx(est.primal_objective_ - est.dual_objective_)
+        assert est.primal_objective(X, Y) == pytest.approx(est.primal_objective_)

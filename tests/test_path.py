@@ -419,14 +419,14 @@ def test_best_estimator():
                                         ("fw", True)])
 def test_proposition_1_on_active_sets(step, cache):
     from sklearn_ssvm._kernels.bcfw import state_from_atoms
-    from sklearn_ssvm.path import _rescale_atoms
+    from sklearn_ssvm.solvers.bcfw import rescale_active_sets
 
     X, Y = chain_data(12)
     problem = ChainCRF().prepare(X, Y)
     res = bcfw(problem, 0.3, max_iter=3, tol=0.0, step=step, cache=cache, cache_size=4,
                random_state=0)
     rho = 0.4
-    atoms = _rescale_atoms(problem, res.active_sets, rho)
+    atoms = rescale_active_sets(problem, res.active_sets, rho)
     assert np.all(atoms.count <= atoms.labels.shape[0])
     if step == "fw":  # weights are bookkeeping only: y_i is in every block's store
         return

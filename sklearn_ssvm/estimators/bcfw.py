@@ -5,7 +5,7 @@ import numpy as np
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..solvers.bcfw import bcfw
+from ..solvers.bcfw import DualState, bcfw, keep_primal_rescale, rescale_active_sets
 from .base import StructuredEstimator
 
 
@@ -64,7 +64,9 @@ class BCFWStructuredSVM(StructuredEstimator):
         Show a progress bar with the current gap.
     warm_start : bool, default=False
         Continue from the previous dual solution (useful after changing ``alpha`` or
-        ``max_iter``); the data must be the same.
+        ``max_iter``); the data must be the same. To a smaller ``alpha`` the dual is moved by
+        Osokin et al.'s Prop. 1 (the previous ``coef_`` is kept exactly), to a larger one it is
+        kept as it is (``coef_`` shrinks); either way the gap stays exact.
     n_jobs : int or None, default=None
         Threads for the batched exact-gap passes (numba).
 
@@ -138,6 +140,14 @@ class BCFWStructuredSVM(StructuredEstimator):
             seed = rng.randint(2**31)
         init = previous.dual_state_ if previous is not None else None
         atoms = previous.active_sets_ if previous is not None else None
+        if init is not None and init.M.shape[0] == problem.tok_offsets[-1] \
+                and alpha < previous.alpha_:
+            # a smaller alpha: Prop. 1 keeps w and moves the dual towards the true labelings,
+            # so the warm start begins at the previous primal point, its gap still exact
+            rho = alpha / previous.alpha_
+            init = keep_primal_rescale(init, rho, DualState.at_labels(problem))
+            if atoms is not None:
+                atoms = rescale_active_sets(problem, atoms, rho)
         if init is not None and init.M.shape[0] != problem.tok_offsets[-1]:
             raise ValueError("warm_start=True needs the same training data as the previous fit.")
         bounds = self.coef_bounds

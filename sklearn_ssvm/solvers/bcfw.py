@@ -91,6 +91,63 @@ class ActiveSets:
         return ActiveSets(self.labels.copy(), self.weights.copy(), self.count.copy())
 
 
+def keep_primal_rescale(state, rho, vertex):
+    """Proposition 1: ``alpha_i(y) <- rho alpha_i(y)`` for ``y != y_i``, the rest on ``y_i``.
+
+    In label space ``M_i <- rho M_i + (1 - rho) S(y_i)``, ``Q_i`` likewise and
+    ``ell_i <- rho ell_i`` (``L_i(y_i) = 0``). At ``alpha_new = rho * alpha_old`` the weights
+    ``w`` and every ``w_i`` are unchanged, and each block gap moves by ``(1 - rho) delta_i``
+    (eq. (12)): ``g_i(new) = g_i(old) + (1 - rho) delta_i``.
+
+    Parameters
+    ----------
+    state : DualState
+    rho : float
+        ``alpha_new / alpha_old``, in ``(0, 1]``.
+    vertex : DualState
+        ``DualState.at_labels(problem)``: rows ``S(y_i)``, ``q(y_i)``.
+
+    Returns
+    -------
+    DualState
+    """
+    if not 0.0 < rho <= 1.0:
+        raise ValueError(f"rho must be in (0, 1], got {rho!r}.")
+    return DualState(rho * state.M + (1.0 - rho) * vertex.M,
+                     rho * state.Q + (1.0 - rho) * vertex.Q,
+                     rho * state.ell_blocks)
+
+
+def rescale_active_sets(problem, atoms, rho):
+    """Prop. 1 on explicit active sets (pairwise/away steps, oracle cache): the same move as
+    ``keep_primal_rescale``, atom by atom. ``y_i`` becomes an atom if it is not one, in a
+    free slot, else in place of an inactive (cached) labeling, else in one more column."""
+    labels, wts, count = atoms.labels.copy(), atoms.weights * rho, atoms.count.copy()
+    n = problem.n_samples
+    starts = problem.node_offsets[:-1]
+    found = np.full(n, -1)
+    for k in range(labels.shape[0]):
+        same = np.minimum.reduceat((labels[k] == problem.y).astype(np.int8), starts) > 0
+        hit = same & (k < count) & (found < 0)
+        found[hit] = k
+    has = found >= 0
+    wts[np.flatnonzero(has), found[has]] += 1.0 - rho
+    off = problem.node_offsets
+    for i in np.flatnonzero(~has):
+        k = count[i]
+        if k == labels.shape[0]:  # full store: reuse an inactive (cached) slot, else grow
+            inactive = np.flatnonzero(wts[i, :k] == 0.0)
+            if inactive.size:
+                k = inactive[0]
+            else:
+                labels = np.vstack([labels, np.zeros((1, labels.shape[1]), labels.dtype)])
+                wts = np.hstack([wts, np.zeros((n, 1))])
+        labels[k, off[i]:off[i + 1]] = problem.y[off[i]:off[i + 1]]
+        wts[i, k] = 1.0 - rho
+        count[i] = max(count[i], k + 1)
+    return ActiveSets(labels, wts, count)
+
+
 @dataclass
 class Certificate:
     """Exact primal, dual and duality gap at a dual point (spec 002 eq. (1), (3), (5))."""
