@@ -111,7 +111,7 @@ def expected_score(U, theta, M, Q, t0, i):
 @njit(cache=True, nogil=True)
 def oracle_work_size(kind, max_T, n_codes):
     if kind == CHAIN:
-        return max_T * n_codes + viterbi_work_size(max_T, n_codes)
+        return max_T + viterbi_work_size(max_T, n_codes)
     return 4 * n_codes + 2
 
 
@@ -144,15 +144,19 @@ def oracle(kind, U, theta, y_true, losses, augment, edges, parent, order, y_out,
     T = U.shape[0]
     C = U.shape[1]
     if kind == CHAIN:
-        Ua = work[: T * C].reshape((T, C))
-        inv_T = 1.0 / T
-        for t in range(T):
-            for c in range(C):
-                Ua[t, c] = U[t, c]
-                if augment and c != y_true[t]:
-                    Ua[t, c] += inv_T
         trans = theta.reshape((C, C))
-        return viterbi_into(Ua, trans, y_out, work[T * C:], iwork)
+        if not augment:
+            return viterbi_into(U, trans, y_out, work, iwork)
+        # L(y_true, y) = 1 - sum_t [y_t = y_true_t] / T: lower the true labels' scores by 1/T
+        # in place (originals kept in work[:T] and restored exactly), add the constant 1 after
+        saved = work[:T]
+        for t in range(T):
+            saved[t] = U[t, y_true[t]]
+            U[t, y_true[t]] -= 1.0 / T
+        value = viterbi_into(U, trans, y_out, work[T:], iwork)
+        for t in range(T):
+            U[t, y_true[t]] = saved[t]
+        return value + 1.0
     if kind == MULTICLASS:
         best = -np.inf
         for c in range(C):
