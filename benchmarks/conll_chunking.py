@@ -13,8 +13,6 @@ import resource
 import time
 from pathlib import Path
 
-import numpy as np
-
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF
 from sklearn_ssvm.datasets import read_conll
 from sklearn_ssvm.feature_extraction import SequenceVectorizer, chunking_token_features

@@ -20,7 +20,6 @@ The dual is kept in label space (:class:`~sklearn_ssvm.solvers.bcfw.DualState`):
 and ``w_i = [phi(x_i, y_i) - (X_i^T M_i (+) Q_i)] / (alpha n)``.
 """
 import copy
-import dataclasses
 import time
 import warnings
 from dataclasses import dataclass

@@ -112,7 +112,6 @@ def test_initialisation(name):
     problem = structure.prepare(X, Y)
     kappa = 0.9
     start = initialize_path(problem, EPS, kappa)
-    n = problem.n_samples
     # psi~ and the oracle at w = 0, recomputed from the structure's own joint feature and loss
     y_tilde = [structure.max_oracle(x, y, np.zeros(problem.n_params))[0] for x, y in zip(X, Y)]
     psi = np.mean([structure.joint_feature(x, y) - structure.joint_feature(x, z)

@@ -31,7 +31,6 @@ def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
     """
     n = tok_off.shape[0] - 1
     C = W.shape[1]
-    p = theta.shape[0]
     with_state = M.shape[0] > 0
     # contiguous chunks of examples, scratch buffers allocated once per chunk
     n_chunks = min(n, CHUNKS)
