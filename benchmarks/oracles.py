@@ -107,7 +107,8 @@ def main():
 
     def one_pass():
         blocks = rng.integers(0, n, size=n)
-        bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, Wp, th, Wp, th, *no_box, state.M,
+        bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, Wp, th, Wp, th,
+                  *no_box, state.M,
                   state.Q, state.ell_blocks, 0.01, blocks, 0, n, np.zeros(0), False, -1.0,
                   np.zeros(n), FW, *no_atoms, False, 0.0, 0.0, 0, *no_averaging)
 

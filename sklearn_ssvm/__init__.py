@@ -6,6 +6,6 @@ from .structures import BinarySVM, CandidateSet, ChainCRF, MulticlassSVM, MultiL
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["BCFWStructuredSVM", "BinarySVM", "CandidateSet", "ChainCRF", "GridSearchPath", "MultiLabel",
-           "MulticlassSVM", "PathCV", "RegularizationPath", "cross_validate_path",
+__all__ = ["BCFWStructuredSVM", "BinarySVM", "CandidateSet", "ChainCRF", "GridSearchPath",
+           "MultiLabel", "MulticlassSVM", "PathCV", "RegularizationPath", "cross_validate_path",
            "grid_search_path", "regularization_path"]

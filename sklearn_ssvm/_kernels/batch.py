@@ -2,7 +2,8 @@
 import numpy as np
 from numba import njit, prange
 
-from .labelings import add_stats, expected_score, labeling_score, oracle, oracle_iwork_size, oracle_work_size
+from .labelings import (add_stats, expected_score, labeling_score, oracle, oracle_iwork_size,
+                        oracle_work_size)
 from .sparse import add_outer_into, unary_scores_into
 
 
@@ -84,7 +85,8 @@ def weights_from_state(kind, edges, indptr, indices, data, tok_off, y, node_off,
 
 @njit(cache=True, nogil=True)
 def stats_from_labels(kind, edges, tok_off, y, node_off, n_codes, n_pair):
-    """Dual state of the vertex ``alpha_i = e_{y_i}``: ``M`` rows ``S(y_i)``, ``Q`` rows ``q(y_i)``."""
+    """Dual state of the vertex ``alpha_i = e_{y_i}``: rows ``S(y_i)`` of ``M``, ``q(y_i)`` of
+    ``Q``."""
     n = tok_off.shape[0] - 1
     M = np.zeros((tok_off[n], n_codes))
     Q = np.zeros((n, n_pair))

@@ -5,4 +5,5 @@ from .chain import ChainCRF
 from .multiclass import MulticlassSVM
 from .multilabel import MultiLabel
 
-__all__ = ["BinarySVM", "CandidateSet", "ChainCRF", "MultiLabel", "MulticlassSVM", "Problem", "StructuredModel"]
+__all__ = ["BinarySVM", "CandidateSet", "ChainCRF", "MultiLabel", "MulticlassSVM", "Problem",
+           "StructuredModel"]
