@@ -142,3 +142,11 @@ def test_flat_structures_bad_input():
         est.score(X[:2], np.array([0, 7]))
     with pytest.raises(ValueError, match="4 features"):
         est.predict(rng.normal(size=(2, 4)))
+
+
+def test_verbose_shows_a_progress_bar_with_the_gap(data, capsys):
+    X, Y = data
+    BCFWStructuredSVM(ChainCRF(), alpha=0.1, max_iter=3, gap_check=1, verbose=2,
+                      random_state=0).fit(X, Y)
+    err = capsys.readouterr().err
+    assert "BCFW" in err and "gap=" in err

@@ -2,7 +2,6 @@
 from numbers import Integral
 
 import numpy as np
-
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..solvers.bcfw import DualState, bcfw, keep_primal_rescale, rescale_active_sets
@@ -17,14 +16,15 @@ class BCFWStructuredSVM(StructuredEstimator):
         P(w) = alpha/2 ||w||^2 + (1/n) sum_i max_y [L(y_i, y) - <w, phi(x_i, y_i) - phi(x_i, y)>],
 
     by Frank-Wolfe steps on one block of the dual (3) at a time, each with an exact line search
-    (spec 002 §2), the blocks picked by their duality gaps (spec 002 §3). The exact duality gap (5), an upper bound on ``P(w) - P*``, is computed every
-    ``gap_check`` passes; fitting stops when it falls below ``tol``.
+    (spec 002 §2), the blocks picked by their duality gaps (spec 002 §3). The exact duality gap
+    (5), an upper bound on ``P(w) - P*``, is computed every ``gap_check`` passes; fitting stops
+    when it falls below ``tol``.
 
     Parameters
     ----------
     structure : StructuredModel
         What is predicted: ``ChainCRF()``, ``BinarySVM()``, ``MulticlassSVM()``,
-        ``MultiLabel()``. Cloned at fit; the fitted copy is ``structure_``.
+        ``MultiLabel()``, ``CandidateSet()``. Cloned at fit; the fitted copy is ``structure_``.
     alpha : float or None, default=None
         Regularisation ``lambda`` of eq. (1); ``None`` means ``1 / n_samples``.
     max_iter : int, default=100
