@@ -15,7 +15,6 @@ from sklearn_ssvm._kernels.chain import (
     topk_viterbi,
     viterbi,
     viterbi_into,
-    viterbi_iwork_size,
     viterbi_work_size,
 )
 
@@ -75,13 +74,9 @@ def test_viterbi_into_equals_viterbi(T, L):
     score, y = viterbi(unary, trans)
     # buffers larger than needed (slices of a bigger buffer, as in the solvers) are fine
     work = np.full(viterbi_work_size(T, L) + 7, np.nan)
-    iwork = np.zeros(viterbi_iwork_size(T, L) + 3, dtype=np.int32)
     for y_out in (np.empty(T, dtype=np.int32), np.empty(T, dtype=np.int64)):
-        assert viterbi_into(unary, trans, y_out, work, iwork) == score
+        assert viterbi_into(unary, trans, y_out, work) == score
         np.testing.assert_array_equal(y_out, y)
-    y_out = np.empty(T, dtype=np.int32)
-    assert viterbi_into(unary, trans, y_out, work) == score  # iwork is optional
-    np.testing.assert_array_equal(y_out, y)
 
 
 def test_viterbi_ties_lowest_index():

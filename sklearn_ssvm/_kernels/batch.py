@@ -2,8 +2,7 @@
 import numpy as np
 from numba import njit, prange
 
-from .labelings import (add_stats, expected_score, labeling_score, oracle, oracle_iwork_size,
-                        oracle_work_size)
+from .labelings import add_stats, expected_score, labeling_score, oracle, oracle_work_size
 from .sparse import add_outer_into, unary_scores_into
 
 
@@ -41,7 +40,6 @@ def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
         max_T = max_length(tok_off[lo:hi + 1])
         U_buf = np.empty((max_T, C))
         work = np.empty(oracle_work_size(kind, max_T, C))
-        iwork = np.empty(oracle_iwork_size(kind, max_T, C), dtype=np.int32)
         for i in range(lo, hi):
             t0 = tok_off[i]
             T = tok_off[i + 1] - t0
@@ -50,7 +48,7 @@ def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
             yi = y[node_off[i]:node_off[i + 1]]
             yo = y_out[node_off[i]:node_off[i + 1]]
             values[i] = oracle(kind, U, theta, yi, tok_loss[t0:t0 + T], augment, edges, parent,
-                               order, yo, work, iwork)
+                               order, yo, work)
             if augment:
                 true_scores[i] = labeling_score(kind, U, theta, yi, edges)
                 if with_state:

@@ -23,7 +23,7 @@ from numba import njit
 
 from .batch import max_length
 from .labelings import (add_stats, expected_score, label_loss, labeling_score, oracle,
-                        oracle_iwork_size, oracle_work_size)
+                        oracle_work_size)
 from .sampling import sum_tree, sum_tree_sample, sum_tree_total, sum_tree_update
 from .sparse import add_outer_into, clip_rows, gram_quadratic, unary_scores_into
 
@@ -137,7 +137,6 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     y_buf = np.empty(max_length(node_off), dtype=np.int32)
     H_atoms = np.empty(cap)
     work = np.empty(oracle_work_size(kind, max_T, C))
-    iwork = np.empty(oracle_iwork_size(kind, max_T, C), dtype=np.int32)
     lam_n = lam * n
     averaging = VM.shape[0] > 0
     weights = np.empty(n)
@@ -197,8 +196,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             gap = cached_gap
             n_hits += 1
         else:
-            H_s = oracle(kind, U, theta_c, yi, losses, True, edges, parent, order, ys, work,
-                         iwork)
+            H_s = oracle(kind, U, theta_c, yi, losses, True, edges, parent, order, ys, work)
             gap = (H_s - expected) / n - ell_blocks[i]  # the block's FW gap, eq. (7)
             if np.isinf(gap_estimates[i]):
                 n_unvisited -= 1

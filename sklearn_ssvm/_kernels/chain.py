@@ -360,16 +360,7 @@ def viterbi_work_size(T, L):
 
 
 @njit(cache=True, nogil=True)
-def viterbi_iwork_size(T, L):
-    """Length of the int32 ``iwork`` buffer of ``viterbi_into``: 0, none is needed.
-
-    Kept so that callers sizing an integer buffer keep working.
-    """
-    return 0
-
-
-@njit(cache=True, nogil=True)
-def viterbi_into(unary, trans, y_out, work, iwork=None):
+def viterbi_into(unary, trans, y_out, work):
     """Viterbi decoding without allocation, for hot loops.
 
     Parameters
@@ -382,8 +373,6 @@ def viterbi_into(unary, trans, y_out, work, iwork=None):
         Receives the argmax labeling.
     work : ndarray of float64, 1-D, C-contiguous
         Scratch of at least ``viterbi_work_size(T, L)`` entries.
-    iwork : ignored
-        Accepted for backward compatibility (``viterbi_iwork_size`` is 0).
 
     Returns
     -------

@@ -13,7 +13,7 @@ Solvers only ever see these functions, so they never hold dense per-example join
 import numpy as np
 from numba import njit
 
-from .chain import viterbi_into, viterbi_iwork_size, viterbi_work_size
+from .chain import viterbi_into, viterbi_work_size
 from .tree import tree_max
 
 CHAIN = 0  # tokens x labels, one-hot rows, label transitions
@@ -116,13 +116,6 @@ def oracle_work_size(kind, max_T, n_codes):
 
 
 @njit(cache=True, nogil=True)
-def oracle_iwork_size(kind, max_T, n_codes):
-    if kind == CHAIN:
-        return viterbi_iwork_size(max_T, n_codes)
-    return 1
-
-
-@njit(cache=True, nogil=True)
 def _multilabel_unary(U, y_true, augment, node):
     """Unary table (K, 2) of the binary label variables, loss-augmented if asked."""
     K = U.shape[1]
@@ -134,26 +127,26 @@ def _multilabel_unary(U, y_true, augment, node):
 
 
 @njit(cache=True, nogil=True)
-def oracle(kind, U, theta, y_true, losses, augment, edges, parent, order, y_out, work, iwork):
+def oracle(kind, U, theta, y_true, losses, augment, edges, parent, order, y_out, work):
     """Best labeling of one example; with ``augment`` the loss-augmented one.
 
     Returns the value ``<U, S(y)> + <theta, q(y)> (+ loss(y_true, y))`` of the labeling written
-    to ``y_out``. ``work``/``iwork`` are scratch buffers of ``oracle_work_size`` floats and
-    ``oracle_iwork_size`` ints, so that hot loops do not allocate.
+    to ``y_out``. ``work`` is a scratch buffer of ``oracle_work_size`` floats, so that hot loops do not
+    allocate.
     """
     T = U.shape[0]
     C = U.shape[1]
     if kind == CHAIN:
         trans = theta.reshape((C, C))
         if not augment:
-            return viterbi_into(U, trans, y_out, work, iwork)
+            return viterbi_into(U, trans, y_out, work)
         # L(y_true, y) = 1 - sum_t [y_t = y_true_t] / T: lower the true labels' scores by 1/T
         # in place (originals kept in work[:T] and restored exactly), add the constant 1 after
         saved = work[:T]
         for t in range(T):
             saved[t] = U[t, y_true[t]]
             U[t, y_true[t]] -= 1.0 / T
-        value = viterbi_into(U, trans, y_out, work[T:], iwork)
+        value = viterbi_into(U, trans, y_out, work[T:])
         for t in range(T):
             U[t, y_true[t]] = saved[t]
         return value + 1.0

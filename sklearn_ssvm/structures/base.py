@@ -53,7 +53,6 @@ class Problem:
     node_offsets: np.ndarray
     n_codes: int
     n_pair: int
-    has_labels: bool = True
     tok_loss: np.ndarray = None
     edges: np.ndarray = field(default_factory=lambda: _EMPTY_EDGES)
     parent: np.ndarray = field(default_factory=lambda: _EMPTY_INT)
@@ -79,6 +78,11 @@ class Problem:
             self._gram = token_gram(self.indptr, self.indices, self.data, self.tok_offsets,
                                     self.n_features)
         return self._gram
+
+    def token_matrix(self):
+        """All token features as one scipy CSR matrix (rows are tokens)."""
+        return sp.csr_matrix((self.data, self.indices, self.indptr),
+                             shape=(self.tok_offsets[-1], self.n_features))
 
     def graph_args(self):
         return self.kind, self.edges, self.parent, self.order
@@ -189,8 +193,7 @@ class StructuredModel(BaseEstimator):
         return Problem(kind=self._kind, indptr=X_all.indptr.astype(np.int64),
                        indices=X_all.indices.astype(np.int32), data=X_all.data,
                        n_features=X_all.shape[1], tok_offsets=tok_offsets, y=y,
-                       node_offsets=node_offsets, n_codes=self._n_codes, has_labels=Y is not None,
-                       tok_loss=tok_loss,
+                       node_offsets=node_offsets, n_codes=self._n_codes, tok_loss=tok_loss,
                        n_pair=labelings.n_pair_stats(self._kind, self._n_codes,
                                                      self._edges.shape[0]),
                        edges=self._edges, parent=self._parent, order=self._order)
@@ -244,20 +247,17 @@ class StructuredModel(BaseEstimator):
         return self.pack([x] if self._sequence_input else _one_row(x),
                          None if y is None else [y] if self._sequence_input else _one_label(y))
 
-    def _stats(self, problem, y_codes, i=0):
-        T = problem.tok_offsets[i + 1] - problem.tok_offsets[i]
-        S = np.zeros((T, problem.n_codes))
+    @staticmethod
+    def _joint_feature(problem):
+        """``phi(x, y)`` of a problem packed from one labelled example."""
+        S = np.zeros((problem.tok_offsets[-1], problem.n_codes))
         q = np.zeros(problem.n_pair)
-        labelings.add_stats(problem.kind, y_codes, 1.0, S, q, problem.edges)
-        return S, q
+        labelings.add_stats(problem.kind, problem.y, 1.0, S, q, problem.edges)
+        return np.concatenate([np.asarray(problem.token_matrix().T @ S).ravel(), q])
 
     def joint_feature(self, x, y):
         """Dense joint feature ``phi(x, y)`` of one example (``coef @ phi`` is its score)."""
-        problem = self._single(x, y)
-        S, q = self._stats(problem, problem.y)
-        X = sp.csr_matrix((problem.data, problem.indices, problem.indptr),
-                          shape=(S.shape[0], problem.n_features))
-        return np.concatenate([np.asarray(X.T @ S).ravel(), q])
+        return self._joint_feature(self._single(x, y))
 
     def loss(self, y_true, y):
         """Task loss ``L(y_true, y) >= 0``, zero iff ``y == y_true``."""

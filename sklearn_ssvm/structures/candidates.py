@@ -66,11 +66,9 @@ class CandidateSet(SequenceStructure):
 
     def joint_feature(self, x, y):
         """``phi(x, y)``: the features of candidate ``y`` (an index)."""
-        problem = self._single(x, np.zeros(np.shape(x)[0]))  # validates x
-        row = np.zeros(problem.n_features)
-        start, stop = problem.indptr[y], problem.indptr[y + 1]
-        row[problem.indices[start:stop]] = problem.data[start:stop]
-        return row
+        losses = np.ones(np.shape(x)[0])
+        losses[y] = 0.0  # packs y as the true candidate
+        return self._joint_feature(self._single(x, losses))
 
     def loss(self, y_true, y):
         """``L(y_true, y) = y_true[y]``: ``y_true`` the loss vector, ``y`` a candidate index."""
