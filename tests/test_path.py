@@ -38,6 +38,16 @@ def chain_data(seed, n=20, n_features=4, n_labels=3, max_len=5, noise=1.0):
     return X, Y
 
 
+def data_for(structure, seed):
+    """Small random training data in the format of ``structure``."""
+    if isinstance(structure, ChainCRF):
+        return chain_data(seed)
+    if isinstance(structure, MultiLabel):
+        rng = np.random.default_rng(seed)
+        return rng.normal(size=(25, 4)), rng.integers(0, 2, size=(25, 4))
+    return multiclass_data(seed)
+
+
 def multiclass_data(seed, n=30, n_features=4, n_classes=3, spread=1.0):
     rng = np.random.default_rng(seed)
     y = np.arange(n) % n_classes
@@ -82,13 +92,7 @@ def test_nonzero_loss_of_the_true_labeling_raises(monkeypatch):
 @pytest.mark.parametrize("structure", [ChainCRF(), MulticlassSVM(), MultiLabel(pairwise="tree")])
 def test_delta_identity(structure):
     """delta_i = ell_i - alpha <w, w_i> = (true - expected score)/n form = H~_i(w)/n - g_i."""
-    if isinstance(structure, ChainCRF):
-        X, Y = chain_data(3)
-    elif isinstance(structure, MultiLabel):
-        rng = np.random.default_rng(3)
-        X, Y = rng.normal(size=(25, 4)), rng.integers(0, 2, size=(25, 4))
-    else:
-        X, Y = multiclass_data(3)
+    X, Y = data_for(structure, 3)
     problem = structure.prepare(X, Y)
     alpha = 0.3
     res = bcfw(problem, alpha, max_iter=2, tol=0.0, random_state=0)
@@ -165,13 +169,7 @@ def test_degenerate_initialisation_gives_a_one_piece_path():
 @pytest.mark.parametrize("structure", [ChainCRF(), MulticlassSVM(), MultiLabel(pairwise="tree")])
 @pytest.mark.parametrize("rho", [0.37, 0.999])
 def test_proposition_1(structure, rho):
-    if isinstance(structure, ChainCRF):
-        X, Y = chain_data(4)
-    elif isinstance(structure, MultiLabel):
-        rng = np.random.default_rng(4)
-        X, Y = rng.normal(size=(25, 4)), rng.integers(0, 2, size=(25, 4))
-    else:
-        X, Y = multiclass_data(4)
+    X, Y = data_for(structure, 4)
     problem = structure.prepare(X, Y)
     alpha = 0.5
     res = bcfw(problem, alpha, max_iter=3, tol=0.0, random_state=1)  # a random dual point
