@@ -33,9 +33,21 @@ def brute_max(structure, x, y_true, coef, augment=True):
     return best, best_y
 
 
-def all_values(structure, x, y_true, coef):
-    gold = coef @ structure.joint_feature(x, y_true)
+def all_features(structure, x, y_true):
+    """Every labeling ``ys`` of ``x``, their joint features (rows of ``Phi``), their losses and
+    ``phi(x, y_true)`` (for candidate sets ``y_true`` is the loss vector, the true candidate its
+    first zero)."""
     ys = all_labelings(structure, x)
-    vals = np.array([structure.loss(y_true, y) + coef @ structure.joint_feature(x, y) - gold
-                     for y in ys])
-    return ys, vals
+    Phi = np.array([structure.joint_feature(x, y) for y in ys])
+    losses = np.array([structure.loss(y_true, y) for y in ys])
+    if isinstance(structure, CandidateSet):
+        phi_true = Phi[np.flatnonzero(losses == 0)[0]]
+    else:
+        phi_true = structure.joint_feature(x, y_true)
+    return ys, Phi, losses, phi_true
+
+
+def all_values(structure, x, y_true, coef):
+    """Every labeling and its ``L(y_true, y) + <coef, phi(x, y) - phi(x, y_true)>``."""
+    ys, Phi, losses, phi_true = all_features(structure, x, y_true)
+    return ys, losses + (Phi - phi_true) @ coef

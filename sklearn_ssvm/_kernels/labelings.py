@@ -116,7 +116,40 @@ def oracle_work_size(kind, max_T, n_codes):
 
 
 @njit(cache=True, nogil=True)
-def _multilabel_unary(U, y_true, augment, node):
+def chain_augment(U, y_true, saved):
+    """Loss-augment the unary scores of a chain in place, up to the constant 1.
+
+    ``L(y_true, y) = 1 - sum_t [y_t = y_true_t] / T``, so lowering the true labels' scores by
+    ``1/T`` adds ``L - 1`` to every labeling's score. Their originals go to ``saved`` (``T``
+    floats) so that ``chain_restore`` puts them back exactly, not by adding ``1/T`` back.
+    """
+    T = U.shape[0]
+    for t in range(T):
+        saved[t] = U[t, y_true[t]]
+        U[t, y_true[t]] -= 1.0 / T
+
+
+@njit(cache=True, nogil=True)
+def chain_restore(U, y_true, saved):
+    """Undo ``chain_augment``."""
+    for t in range(U.shape[0]):
+        U[t, y_true[t]] = saved[t]
+
+
+@njit(cache=True, nogil=True)
+def tree_pair_into(theta, edges, pair):
+    """Edge tables ``pair`` (K, 2, 2) of a label forest for ``tree.py``: edge ``e`` is
+    ``(child, parent)`` and ``pair[child, a, b] = theta[4 e + 2 a + b]``; zero for roots."""
+    pair[:, :, :] = 0.0
+    for e in range(edges.shape[0]):
+        v = edges[e, 0]
+        for a in range(2):
+            for b in range(2):
+                pair[v, a, b] = theta[4 * e + 2 * a + b]
+
+
+@njit(cache=True, nogil=True)
+def multilabel_unary(U, y_true, augment, node):
     """Unary table (K, 2) of the binary label variables, loss-augmented if asked."""
     K = U.shape[1]
     for k in range(K):
@@ -140,15 +173,9 @@ def oracle(kind, U, theta, y_true, losses, augment, edges, parent, order, y_out,
         trans = theta.reshape((C, C))
         if not augment:
             return viterbi_into(U, trans, y_out, work)
-        # L(y_true, y) = 1 - sum_t [y_t = y_true_t] / T: lower the true labels' scores by 1/T
-        # in place (originals kept in work[:T] and restored exactly), add the constant 1 after
-        saved = work[:T]
-        for t in range(T):
-            saved[t] = U[t, y_true[t]]
-            U[t, y_true[t]] -= 1.0 / T
+        chain_augment(U, y_true, work[:T])
         value = viterbi_into(U, trans, y_out, work[T:])
-        for t in range(T):
-            U[t, y_true[t]] = saved[t]
+        chain_restore(U, y_true, work[:T])
         return value + 1.0
     if kind == MULTICLASS:
         best = -np.inf
@@ -180,7 +207,7 @@ def oracle(kind, U, theta, y_true, losses, augment, edges, parent, order, y_out,
         return best
     K = C
     node = work[: 2 * K].reshape((K, 2))
-    _multilabel_unary(U, y_true, augment, node)
+    multilabel_unary(U, y_true, augment, node)
     if kind == MULTILABEL_INDEPENDENT:
         total = 0.0
         for k in range(K):
@@ -188,13 +215,8 @@ def oracle(kind, U, theta, y_true, losses, augment, edges, parent, order, y_out,
             total += node[k, y_out[k]]
         return total
     if kind == MULTILABEL_TREE:
-        # edge e is (child, parent); tree_max wants the table of each child node
-        pair = np.zeros((K, 2, 2))
-        for e in range(edges.shape[0]):
-            v = edges[e, 0]
-            for a in range(2):
-                for b in range(2):
-                    pair[v, a, b] = theta[4 * e + 2 * a + b]
+        pair = np.empty((K, 2, 2))
+        tree_pair_into(theta, edges, pair)
         value, y = tree_max(node.copy(), pair, parent, order)
         y_out[:] = y
         return value
@@ -213,3 +235,30 @@ def oracle(kind, U, theta, y_true, losses, augment, edges, parent, order, y_out,
             for k in range(K):
                 y_out[k] = (mask >> k) & 1
     return best
+
+
+@njit(cache=True, nogil=True)
+def expected_label_loss(kind, y_true, M_i, losses):
+    """``E L(y_true, y)`` under a distribution with expected statistics ``M_i = E S(y)``: every
+    task loss of the package decomposes over the label variables, so it is linear in ``S(y)``."""
+    if kind == CANDIDATES:
+        total = 0.0
+        for t in range(M_i.shape[0]):
+            total += M_i[t, 0] * losses[t]
+        return total
+    if kind == MULTICLASS:
+        return 1.0 - M_i[0, y_true[0]]
+    if kind == BINARY:  # S = y - 1/2 with y in {0, 1}
+        p_one = M_i[0, 0] + 0.5
+        return 1.0 - p_one if y_true[0] == 1 else p_one
+    if kind == CHAIN:
+        T = M_i.shape[0]
+        agree = 0.0
+        for t in range(T):
+            agree += M_i[t, y_true[t]]
+        return 1.0 - agree / T
+    K = M_i.shape[1]  # multi-label: the indicator's expectation, label by label
+    wrong = 0.0
+    for k in range(K):
+        wrong += 1.0 - M_i[0, k] if y_true[k] == 1 else M_i[0, k]
+    return wrong / K

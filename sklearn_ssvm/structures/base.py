@@ -8,6 +8,7 @@ package share one shape of joint feature (see ``_kernels/labelings.py``)::
 so that one set of numba kernels (unary scores, oracles, BCFW steps) serves them all, and the
 parameter vector is ``coef = [vec(W), theta]`` with ``W`` of shape ``(n_token_features, n_codes)``.
 """
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,8 +16,9 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
-from .._kernels import batch, labelings
+from .._kernels import batch, labelings, smoothed
 from .._kernels.sparse import token_gram
+from ..smoothing import _check_mu
 
 _EMPTY_EDGES = np.zeros((0, 2), dtype=np.int64)
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
@@ -110,6 +112,40 @@ class Problem:
                          augment, M, Q, y_out, values, true_scores, expected)
         return y_out, values, true_scores, expected
 
+    def smoothed_losses(self, coef, smoothing, mu, K):
+        """Smoothed hinge losses at ``coef`` and their label-space gradient statistics.
+
+        Parameters
+        ----------
+        coef : ndarray of shape (n_params,)
+        smoothing, K : int
+            Kernel smoothing code and number of best outputs, as returned by
+            ``smoothing_code``.
+        mu : float
+            Smoothing parameter, ``mu >= 0`` (``0``: the hard max).
+
+        Returns
+        -------
+        values : ndarray of shape (n_samples,)
+            ``f_i = h(z_i) - <coef, phi(x_i, y_i)> >= 0`` with ``z_i`` the loss-augmented scores
+            and ``h`` the smoothed max (spec 000 §1.4-1.6).
+        M : ndarray of shape (n_tokens, n_codes)
+        Q : ndarray of shape (n_samples, n_pair)
+            ``E_u S(y)`` (rows of example ``i``: ``tok_offsets[i]:tok_offsets[i + 1]``) and
+            ``E_u q(y)`` under the smoothing weights ``u``; the gradient of ``f_i`` is
+            ``X_i^T (M_i - S(y_i)) (+) (Q_i - q(y_i))`` (Lemma 7). See
+            ``_kernels.smoothed.smoothed_losses``.
+        """
+        mu = _check_mu(mu)
+        W, theta = self.split_coef(coef)
+        n = self.n_samples
+        values = np.empty(n)
+        M = np.empty((self.tok_offsets[-1], self.n_codes))
+        Q = np.empty((n, self.n_pair))
+        smoothed.smoothed_losses(*self.graph_args(), *self.data_args(), np.ascontiguousarray(W),
+                                 theta, smoothing, K, mu, values, M, Q)
+        return values, M, Q
+
     def hinge_losses(self, coef):
         """``H~_i(w) = max_y [L(y_i, y) + <w, phi(x_i, y)>] - <w, phi(x_i, y_i)>``, per example."""
         _, values, true_scores, _ = self.run_oracle(coef, True)
@@ -122,6 +158,56 @@ class Problem:
                                               y_pred[off[i]:off[i + 1]],
                                               self.tok_loss[tok[i]:tok[i + 1]])
                          for i in range(self.n_samples)])
+
+
+def smoothing_code(smoothing, top_k, kind):
+    """Kernel code and ``K`` of a smoothing given as the estimators take it.
+
+    Parameters
+    ----------
+    smoothing : {"entropy", "l2", None}
+        ``"entropy"``: ``mu log sum exp(z / mu)`` (spec 000 §1.4). ``"l2"``: l2^2 smoothing,
+        over all outputs (Prop. 3) or over the ``top_k`` best ones (eq. (11)). ``None``: the
+        hard max (the max oracle).
+    top_k : int or None
+        ``K >= 1`` for the top-K strategy of ``"l2"``; must be None for ``"entropy"``; ignored
+        for ``None``.
+    kind : int
+        Structure kind (``_kernels.labelings``).
+
+    Returns
+    -------
+    code : int
+        ``ENTROPY``, ``TOP_K``, ``L2`` or ``NONE`` of ``_kernels.smoothed``.
+    K : int
+        ``top_k`` for ``TOP_K``, else 1.
+
+    Raises
+    ------
+    ValueError
+        On an unknown ``smoothing``, an invalid ``top_k``, ``top_k`` with entropy smoothing, or
+        l2 smoothing over all outputs for a structure whose outputs are not enumerated.
+    """
+    if smoothing not in ("entropy", "l2", None):
+        raise ValueError(f"smoothing must be 'entropy', 'l2' or None, got {smoothing!r}.")
+    if top_k is not None and (isinstance(top_k, (bool, np.bool_))
+                              or not isinstance(top_k, numbers.Integral) or top_k < 1):
+        raise ValueError(f"top_k must be None or an integer >= 1, got {top_k!r}.")
+    if smoothing is None:
+        return smoothed.NONE, 1
+    if smoothing == "entropy":
+        if top_k is not None:
+            raise ValueError(f"entropy smoothing needs top_k=None, got top_k={top_k!r}: the "
+                             f"top-K strategy smooths the K best outputs with l2 (use "
+                             f"smoothing='l2').")
+        return smoothed.ENTROPY, 1
+    if top_k is not None:
+        return smoothed.TOP_K, int(top_k)
+    if not smoothed.enumerable_outputs(kind):
+        raise ValueError("l2 smoothing over all outputs is only available for structures whose "
+                         "outputs are enumerated (MulticlassSVM, BinarySVM, CandidateSet, "
+                         "MultiLabel(pairwise='full')); set top_k for the top-K strategy.")
+    return smoothed.L2, 1
 
 
 def check_finite_matrix(x, what):
@@ -248,12 +334,17 @@ class StructuredModel(BaseEstimator):
                          None if y is None else [y] if self._sequence_input else _one_label(y))
 
     @staticmethod
-    def _joint_feature(problem):
+    def _feature(problem, S, q):
+        """``vec(X^T S) (+) q`` for the tokens ``X`` of a problem packed from one example."""
+        return np.concatenate([np.asarray(problem.token_matrix().T @ S).ravel(), q])
+
+    @classmethod
+    def _joint_feature(cls, problem):
         """``phi(x, y)`` of a problem packed from one labelled example."""
         S = np.zeros((problem.tok_offsets[-1], problem.n_codes))
         q = np.zeros(problem.n_pair)
         labelings.add_stats(problem.kind, problem.y, 1.0, S, q, problem.edges)
-        return np.concatenate([np.asarray(problem.token_matrix().T @ S).ravel(), q])
+        return cls._feature(problem, S, q)
 
     def joint_feature(self, x, y):
         """Dense joint feature ``phi(x, y)`` of one example (``coef @ phi`` is its score)."""
@@ -273,6 +364,41 @@ class StructuredModel(BaseEstimator):
         problem = self._single(x, y_true)
         y_out, values, true_scores, _ = problem.run_oracle(np.asarray(coef, float), True)
         return self._decode_one(y_out), values[0] - true_scores[0]
+
+    def smoothed_oracle(self, x, y_true, coef, smoothing="l2", mu=1.0, top_k=5):
+        """Smoothed loss-augmented oracle of one example (spec 000 §2.1, Lemma 7).
+
+        With ``H(y) = L(y_true, y) + <coef, phi(x, y) - phi(x, y_true)>``, returns the smoothed
+        max of ``H`` over the outputs and its gradient in ``coef``.
+
+        Parameters
+        ----------
+        x, y_true
+            One raw example and its true output, as for ``max_oracle``.
+        coef : array-like of shape (n_params,)
+        smoothing : {"l2", "entropy", None}, default="l2"
+            ``"l2"`` with ``top_k=K``: the top-K strategy ``h_{mu,K}`` of eq. (11); with
+            ``top_k=None``: l2^2 smoothing over all outputs (Prop. 3; multi-class, binary,
+            candidate sets and ``MultiLabel(pairwise="full")`` only). ``"entropy"``:
+            ``mu log sum_y exp(H(y) / mu)`` (needs ``top_k=None``). ``None``: the hard max,
+            as ``max_oracle``.
+        mu : float, default=1.0
+            Smoothing parameter, ``mu >= 0``; ``0`` gives the hard max.
+        top_k : int or None, default=5
+            See ``smoothing``.
+
+        Returns
+        -------
+        value : float
+            The smoothed loss, exact (``max H <= value <= max H + mu/2`` for l2 and top-K,
+            ``+ mu log |Y|`` for entropy).
+        gradient : ndarray of shape (n_params,)
+            ``sum_y u_y phi(x, y) - phi(x, y_true)`` with ``u`` the smoothing weights.
+        """
+        code, K = smoothing_code(smoothing, top_k, self._kind)
+        problem = self._single(x, y_true)
+        values, M, Q = problem.smoothed_losses(np.asarray(coef, float), code, mu, K)
+        return values[0], self._feature(problem, M, Q[0]) - self._joint_feature(problem)
 
     def decode(self, x, coef):
         """``argmax_y <coef, phi(x, y)>`` for one example."""

@@ -90,8 +90,8 @@ class ChainCRF(SequenceStructure):
     # -- smoothed oracles (spec 000 §2.3) --------------------------------------------------
 
     def _potentials(self, x, y_true, coef):
-        """Loss-augmented unary scores (T x L), transitions, the gold score and the packed
-        problem of one sequence."""
+        """Loss-augmented unary scores (T x L), transitions and the gold score of one
+        sequence."""
         problem = self._single(x, y_true)
         W, theta = problem.split_coef(np.asarray(coef, float))
         unary = np.asarray(problem.token_matrix() @ W)
@@ -101,20 +101,17 @@ class ChainCRF(SequenceStructure):
         T = unary.shape[0]
         aug = unary + 1.0 / T
         aug[np.arange(T), y] -= 1.0 / T
-        return np.ascontiguousarray(aug), trans, gold, problem
+        return np.ascontiguousarray(aug), trans, gold
 
     def topk_oracle(self, x, y_true, coef, k):
         """The ``k`` largest values of ``H(y) = L(y_true, y) + <coef, phi(x,y) - phi(x,y_true)>``
         with their distinct labelings (``-inf`` padded when fewer than ``k`` exist)."""
-        unary, trans, gold, _ = self._potentials(x, y_true, coef)
+        unary, trans, gold = self._potentials(x, y_true, coef)
         scores, paths = chain_kernels.topk_viterbi(unary, trans, k)
         return [self.classes_[p] if p[0] >= 0 else None for p in paths], scores - gold
 
     def exp_oracle(self, x, y_true, coef, mu):
         """Entropy-smoothed loss ``mu log sum_y exp(H(y)/mu)`` and its gradient
-        ``E_P[phi(x, y)] - phi(x, y_true)`` (spec 000 Lemma 7(ii), Algo. 3)."""
-        unary, trans, gold, problem = self._potentials(x, y_true, coef)
-        value, node, edge = chain_kernels.forward_backward(unary, trans, mu)
-        expected = np.concatenate([np.asarray(problem.token_matrix().T @ node).ravel(),
-                                   edge.sum(axis=0).ravel()])
-        return value - gold, expected - self._joint_feature(problem)
+        ``E_P[phi(x, y)] - phi(x, y_true)`` (spec 000 Lemma 7(ii), Algo. 3): ``smoothed_oracle``
+        with entropy smoothing."""
+        return self.smoothed_oracle(x, y_true, coef, "entropy", mu, None)
