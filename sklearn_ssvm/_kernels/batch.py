@@ -2,7 +2,8 @@
 import numpy as np
 from numba import njit, prange
 
-from .labelings import add_stats, expected_score, labeling_score, oracle, oracle_work_size
+from .labelings import (add_stats, expected_label_loss, expected_score, labeling_score, oracle,
+                        oracle_work_size)
 from .sparse import add_outer_into, unary_scores_into
 
 
@@ -92,3 +93,15 @@ def stats_from_labels(kind, edges, tok_off, y, node_off, n_codes, n_pair):
         add_stats(kind, y[node_off[i]:node_off[i + 1]], 1.0, M[tok_off[i]:tok_off[i + 1]], Q[i],
                   edges)
     return M, Q
+
+
+@njit(cache=True, nogil=True)
+def expected_losses(kind, tok_off, y, node_off, tok_loss, M):
+    """``E_{alpha_i} L(y_i, y)`` of every example from the label-space statistics ``M``."""
+    n = tok_off.shape[0] - 1
+    out = np.empty(n)
+    for i in range(n):
+        t0, t1 = tok_off[i], tok_off[i + 1]
+        out[i] = expected_label_loss(kind, y[node_off[i]:node_off[i + 1]], M[t0:t1],
+                                     tok_loss[t0:t1])
+    return out

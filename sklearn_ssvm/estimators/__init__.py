@@ -1,3 +1,4 @@
 from .bcfw import BCFWStructuredSVM
+from .smooth import SmoothSSVMClassifier
 
-__all__ = ["BCFWStructuredSVM"]
+__all__ = ["BCFWStructuredSVM", "SmoothSSVMClassifier"]

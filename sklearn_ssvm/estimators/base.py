@@ -28,7 +28,7 @@ class StructuredEstimator(BaseEstimator):
         "n_jobs": [Integral, None],
     }
 
-    def fit(self, X, Y):
+    def fit(self, X, Y, **fit_params):
         """Fit the structured SVM on examples ``X`` with labelings ``Y``.
 
         Parameters
@@ -38,19 +38,19 @@ class StructuredEstimator(BaseEstimator):
             n_features)`` matrices for ``ChainCRF``; a 2-D array for flat structures).
         Y : list of label arrays, 1-D array or 2-D indicator matrix
             Labelings, any hashable label values (mapped through ``structure_.classes_``).
+        **fit_params
+            Passed to the solver (see the estimator's own ``fit``).
 
         Returns
         -------
         self
         """
         self._validate_params()
-        # a warm start needs the dual state of a previous fit (estimators built from a path
-        # have only coef_): otherwise start cold
-        warm = self.warm_start and hasattr(self, "dual_state_")
+        warm = self.warm_start and self._warm_startable()
         structure = self.structure_ if warm else clone(self.structure)
         problem = structure.prepare(X, Y)
         alpha = 1.0 / problem.n_samples if self.alpha is None else float(self.alpha)
-        fitted = self._solve(problem, alpha, self if warm else None)
+        fitted = self._solve(problem, alpha, self if warm else None, **fit_params)
         self.structure_ = structure
         self.alpha_ = alpha
         self.classes_ = structure.classes_
@@ -58,6 +58,10 @@ class StructuredEstimator(BaseEstimator):
         for name, value in fitted.items():
             setattr(self, name, value)
         return self
+
+    def _warm_startable(self):
+        """Whether a previous fit left what ``warm_start`` continues from."""
+        return hasattr(self, "coef_")
 
     def predict(self, X):
         """Best labeling ``argmax_y <coef_, phi(x, y)>`` of each example."""

@@ -132,6 +132,10 @@ class BCFWStructuredSVM(StructuredEstimator):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
 
+    def _warm_startable(self):
+        # the dual state of a previous fit (estimators built from a path have only coef_)
+        return hasattr(self, "dual_state_")
+
     def _solve(self, problem, alpha, previous):
         rng = self.random_state
         if isinstance(rng, int) or rng is None:

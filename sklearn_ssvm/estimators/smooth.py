@@ -1,0 +1,276 @@
+"""The smoothed structured SVM estimator: Casimir-SVRG, SVRG or SGD (spec 000)."""
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.base import clone
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ..solvers import prox_linear, smooth
+from ..structures.base import smoothing_code
+from ..structures.candidates import CandidateSet
+from .base import StructuredEstimator
+
+
+class SmoothSSVMClassifier(StructuredEstimator):
+    """Structured SVM trained on a smoothed hinge loss (Pillutla et al. 2018, "Casimir").
+
+    Minimises ``alpha/2 ||w||^2 + (1/n) sum_i f_i(w)`` (spec 000 eq. (1)), where the structured
+    hinge ``f_i = max_y psi_i(y; w)`` (eq. (4)) is replaced during training by its smoothing
+    ``f_{i,mu}`` (Def. 1): ``smoothing="l2"`` with ``top_k=K`` uses the l2^2 smoother restricted
+    to the K best outputs (eq. (11), top-K oracles), ``top_k=None`` the l2^2 smoother over all
+    outputs (enumerable structures only), ``"entropy"`` the log-sum-exp (exp oracle, Prop. 9:
+    chains and trees only), and ``None`` the plain hinge (max oracle, SGD only). The smoothing
+    ``mu`` shrinks along ``mu_schedule`` so the solution approaches the non-smooth problem's.
+
+    Solvers:
+
+    - ``"casimir-svrg"``: Catalyst acceleration around one SVRG epoch per outer iteration
+      (Algo. 4, the paper's practical budget), ``kappa = alpha`` by default;
+      ``mu_schedule="expo"`` is the paper's Casimir-SVRG-adapt, ``"const"`` Casimir-SVRG-const.
+    - ``"svrg"``: SVRG epochs on ``F_mu`` with a constant ``mu``.
+    - ``"sgd"``: stochastic (sub)gradient, step ``learning_rate / (1 + t/n)``, weighted
+      averaging (§5.4).
+
+    Every epoch logs the non-smooth objective and, for the SVRG solvers, a certified duality
+    gap: the smoothing weights of the epoch's full gradient are a feasible dual point, so
+    ``duality_gap_ >= objective(X, Y) - min objective``. Fitting stops when it is at most
+    ``tol``.
+
+    Parameters
+    ----------
+    structure : StructuredModel
+        ``ChainCRF()``, ``MultiLabel()``, ``MulticlassSVM()``, ``CandidateSet()``, ...
+    alpha : float or None
+        Regularisation ``lambda``; None means ``1 / n_samples``.
+    smoothing : {"l2", "entropy"} or None
+    top_k : int or None
+        ``K`` of the top-K strategy (the paper's 5 for sequences, 10 for candidate sets).
+    mu : float
+        Initial smoothing ``mu_0``. Losses here are normalised (at most 1 per example), so the
+        smoothing bias ``mu/2`` (l2) is on the loss scale.
+    mu_schedule : {"expo", "const", "linear"}
+        ``mu_k``: ``mu (1 - sqrt(q)/2)^{k/2}`` with ``q = alpha/(alpha+kappa)`` (Cor. 18),
+        constant, or ``mu/k`` (Cor. 20). Used by ``"casimir-svrg"``.
+    solver : {"casimir-svrg", "svrg", "sgd"}
+    kappa : float or None
+        Catalyst's proximal weight (``None``: ``alpha``).
+    learning_rate : float or None
+        Step size. None picks it by a short search on a subsample of at most 500 examples:
+        learning rates ``mu / R^2 * 2^k`` (``R^2`` a data-based smoothness scale) are each run
+        for two epochs from zero, and the one with the lowest objective is kept
+        (``learning_rate_`` tells which).
+    warm_start_rule : {"prox-center", "extrapolation", "prev-iterate"}
+        Where each inner SVRG epoch starts (§3.3).
+    max_iter : int
+        Epochs (outer iterations for Casimir-SVRG).
+    tol : float
+        Target certified duality gap (SVRG solvers).
+    feature_map : object or None
+        A non-linear score with parameters, e.g.
+        :class:`~sklearn_ssvm.feature_maps.MLPFeatureMap` (an ELU network on each candidate's
+        features), for ``CandidateSet`` structures: ``score(x, y; coef)`` replaces
+        ``<coef, phi(x, y)>`` and the non-convex objective is trained by the prox-linear method
+        (spec 000 Algo. 5) with Casimir-SVRG on each linearised problem (``inner_iter`` epochs,
+        ``mu_k = mu/k``, the paper's PL-Casimir-SVRG). ``max_iter`` then counts prox-linear
+        steps; ``mu_schedule``, ``kappa``, ``warm_start_rule`` and ``tol`` do not apply.
+    eta : float
+        Prox-linear step (with ``feature_map``).
+    inner_iter : int
+        Casimir-SVRG epochs per prox-linear step (the paper's 5).
+    random_state, verbose, warm_start, n_jobs
+        As in :class:`BCFWStructuredSVM` (``warm_start`` starts from the previous ``coef_``).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_params,)
+    structure_, classes_, n_features_in_, alpha_
+    learning_rate_ : float
+    n_iter_ : int
+        Epochs run.
+    n_oracle_calls_ : int
+        Smoothed-oracle calls as the paper counts them (two per SVRG step, full gradients
+        apart).
+    objective_ : float
+        Non-smooth training objective at ``coef_``.
+    duality_gap_ : float
+        Certified gap of ``coef_`` (NaN for SGD).
+    converged_ : bool
+    history_ : list of dict
+        Per epoch: ``epoch, time, cpu_time, oracle_calls, objective, gap, mu`` (time excludes
+        the evaluations).
+
+    Notes
+    -----
+    ``check_estimator`` does not apply: ``Y`` is structured (lists of label sequences).
+    """
+
+    _parameter_constraints = {
+        **StructuredEstimator._parameter_constraints,
+        "smoothing": [StrOptions({"l2", "entropy"}), None],
+        "top_k": [Interval(Integral, 1, None, closed="left"), None],
+        "mu": [Interval(Real, 0, None, closed="left")],
+        "mu_schedule": [StrOptions({"expo", "const", "linear"})],
+        "solver": [StrOptions({"casimir-svrg", "svrg", "sgd"})],
+        "kappa": [Interval(Real, 0, None, closed="neither"), None],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+        "warm_start_rule": [StrOptions({"prox-center", "extrapolation", "prev-iterate"})],
+        "feature_map": [None, object],
+        "eta": [Interval(Real, 0, None, closed="neither")],
+        "inner_iter": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(self, structure, alpha=None, smoothing="l2", top_k=5, mu=0.1,
+                 mu_schedule="expo", solver="casimir-svrg", kappa=None, learning_rate=None,
+                 warm_start_rule="prox-center", max_iter=50, tol=1e-3, feature_map=None,
+                 eta=1.0, inner_iter=5, random_state=None, verbose=0, warm_start=False,
+                 n_jobs=None):
+        self.structure = structure
+        self.alpha = alpha
+        self.smoothing = smoothing
+        self.top_k = top_k
+        self.mu = mu
+        self.mu_schedule = mu_schedule
+        self.solver = solver
+        self.kappa = kappa
+        self.learning_rate = learning_rate
+        self.warm_start_rule = warm_start_rule
+        self.max_iter = max_iter
+        self.tol = tol
+        self.feature_map = feature_map
+        self.eta = eta
+        self.inner_iter = inner_iter
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+
+    def _smoothing(self, kind, mu=None):
+        code, K = smoothing_code(self.smoothing, self.top_k, kind)
+        return smooth.Smoothing(code, K, self.mu if mu is None else float(mu))
+
+    def fit(self, X, Y, callback=None):
+        """Fit on examples ``X`` with labelings ``Y``.
+
+        Parameters
+        ----------
+        X, Y
+            As in :meth:`BCFWStructuredSVM.fit`.
+        callback : callable or None
+            ``callback(epoch, coef) -> dict or None`` after every epoch, its dict merged into
+            that epoch's ``history_`` record (e.g. a validation score); its time is not
+            counted in the record's ``time``.
+
+        Returns
+        -------
+        self
+        """
+        # a feature map scores the raw candidate sets, so they go to the solver too
+        return super().fit(X, Y, callback=callback, raw=(X, Y))
+
+    def _run(self, problem, alpha, smoothing, learning_rate, max_iter, init, seed, verbose,
+             callback=None):
+        common = dict(learning_rate=learning_rate, max_iter=max_iter, init=init,
+                      random_state=seed, n_jobs=self.n_jobs, verbose=verbose,
+                      callback=callback)
+        if self.solver == "sgd":
+            return smooth.sgd(problem, alpha, smoothing, **common)
+        if self.solver == "svrg":
+            return smooth.svrg(problem, alpha, smoothing, tol=self.tol, **common)
+        return smooth.casimir_svrg(problem, alpha, smoothing, mu_schedule=self.mu_schedule,
+                                   kappa=self.kappa, warm_start=self.warm_start_rule,
+                                   tol=self.tol, **common)
+
+    def _solve(self, problem, alpha, previous, callback=None, raw=None):
+        if self.feature_map is not None:
+            return self._solve_nonlinear(problem, alpha, previous, callback, *raw)
+        if self.solver != "sgd" and self.smoothing is None:
+            raise ValueError(f"solver={self.solver!r} needs a smooth objective: set smoothing "
+                             f"to 'l2' or 'entropy' (smoothing=None works with solver='sgd').")
+        rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
+        smoothing = self._smoothing(problem.kind)
+        init = None
+        if previous is not None:
+            if previous.coef_.shape[0] != problem.n_params:
+                raise ValueError("warm_start=True needs data with the same features and labels "
+                                 "as the previous fit.")
+            init = previous.coef_
+        learning_rate = self.learning_rate
+        if learning_rate is None:
+            learning_rate = smooth.choose_learning_rate(
+                problem, lambda sub, lr: self._run(sub, alpha, smoothing, lr, 2, None,
+                                                   rng.integers(2**31), 0).objective,
+                smoothing, rng)
+        result = self._run(problem, alpha, smoothing, learning_rate, self.max_iter, init,
+                           rng.integers(2**31), self.verbose, callback)
+        return dict(coef_=result.coef, learning_rate_=learning_rate, n_iter_=result.n_iter,
+                    n_oracle_calls_=result.n_oracle_calls, objective_=result.objective,
+                    duality_gap_=result.gap, converged_=result.converged,
+                    history_=result.history, feature_map_=None)
+
+    def _solve_nonlinear(self, problem, alpha, previous, callback, X, losses):
+        if not isinstance(self.structure, CandidateSet):
+            raise ValueError("feature_map needs a CandidateSet structure (each example a list "
+                             "of candidates scored by the feature map).")
+        if self.smoothing is None:
+            raise ValueError("the prox-linear inner solver needs smoothing='l2' or 'entropy'.")
+        rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
+        smoothing = self._smoothing(problem.kind)
+        w0 = (previous.coef_ if previous is not None
+              else clone(self.feature_map).init_params(problem.n_features))
+        if w0.shape[0] != self.feature_map.n_params(problem.n_features):
+            raise ValueError("warm_start=True needs data with the same features as the "
+                             "previous fit.")
+        prox = (1.0 / self.eta, w0)
+        learning_rate = self.learning_rate
+        if learning_rate is None:  # picked on the first linearised problem
+            first = prox_linear.linearize(self.feature_map, X, losses, problem.y, w0)
+            learning_rate = smooth.choose_learning_rate(
+                first, lambda sub, lr: smooth.casimir_svrg(
+                    sub, alpha, smoothing, learning_rate=lr, mu_schedule="const", prox=prox,
+                    init=w0, max_iter=2, random_state=rng.integers(2**31)).objective,
+                smoothing, rng)
+        result = prox_linear.prox_linear(
+            self.feature_map, X, losses, problem.y, alpha, smoothing, eta=self.eta,
+            learning_rate=learning_rate, inner_iter=self.inner_iter, max_iter=self.max_iter,
+            init=w0, random_state=rng.integers(2**31), n_jobs=self.n_jobs,
+            verbose=self.verbose, callback=callback)
+        return dict(coef_=result.coef, learning_rate_=learning_rate, n_iter_=result.n_iter,
+                    n_oracle_calls_=result.n_oracle_calls, objective_=result.objective,
+                    duality_gap_=np.nan, converged_=result.converged,
+                    history_=result.history, feature_map_=clone(self.feature_map))
+
+    def predict(self, X):
+        """Best output of each example (with ``feature_map``: the best-scoring candidate)."""
+        check_is_fitted(self, "coef_")
+        if getattr(self, "feature_map_", None) is None:
+            return super().predict(X)
+        self.structure_.pack(X)  # validates X
+        return np.array([int(np.argmax(self.feature_map_.scores(x, self.coef_))) for x in X])
+
+    def score(self, X, Y):
+        """``1 - mean task loss`` of the predictions."""
+        if getattr(self, "feature_map_", None) is None:
+            return super().score(X, Y)
+        y_pred = self.predict(X)
+        return 1.0 - float(np.mean([np.asarray(y, float)[k] for y, k in zip(Y, y_pred)]))
+
+    def objective(self, X, Y):
+        """The non-smooth objective ``alpha/2 ||coef_||^2 + mean_i f_i(coef_)`` (eq. (1);
+        eq. (59) with a ``feature_map``)."""
+        if getattr(self, "feature_map_", None) is None:
+            return self.primal_objective(X, Y)
+        problem = self._packed(X, Y)
+        return prox_linear.nonlinear_objective(self.feature_map_, X, Y, problem.y, self.coef_,
+                                               self.alpha_)
+
+    def smoothed_objective(self, X, Y, mu):
+        """``alpha/2 ||coef_||^2 + mean_i f_{i,mu}(coef_)`` with this estimator's smoother."""
+        check_is_fitted(self, "coef_")
+        if getattr(self, "feature_map_", None) is not None:
+            raise ValueError("smoothed_objective is defined for linear scores (no feature_map).")
+        problem = self._packed(X, Y)
+        smoothing = self._smoothing(problem.kind, mu)
+        return 0.5 * self.alpha_ * self.coef_ @ self.coef_ + smooth.full_gradient(
+            problem, self.coef_, smoothing).value

@@ -1,0 +1,449 @@
+"""Smoothed structured SVM solvers: SGD, SVRG and Casimir-SVRG (spec 000 §3, §5.4).
+
+Pure functions over a packed :class:`~sklearn_ssvm.structures.base.Problem`. They minimise
+
+    F_mu(w) = (1/n) sum_i f_{i,mu}(w) + (alpha/2) ||w||^2                        (spec eq. (1))
+
+where ``f_{i,mu}`` is the structured hinge of example ``i`` smoothed by ``h_{mu omega}``
+(entropy, l2^2 over all outputs, or the top-K strategy; ``mu = 0`` or no smoothing is the
+non-smooth hinge). Gradients are kept in label space (``_kernels/smoothed.py``) and steps are
+applied lazily (``_kernels/stochastic.py``): a step costs O(nnz_i C), not O(d).
+
+Each solver logs, per epoch, the non-smooth objective ``F(w)`` (the paper's "train loss"), the
+oracle calls counted as the paper counts them (one per SGD step, two per SVRG step, full
+gradients apart) and a certified duality gap: the smoothing weights ``u_i`` of every full
+gradient are a feasible point ``a`` of the SSVM dual, so ``F(w) - D(a) >= F(w) - F*`` for any
+``w``, with ``D(a) = mean_i E_{u_i} L(y_i, y) - ||g(a)||^2 / (2 alpha)`` and ``g(a)`` the mean
+loss gradient (:class:`DualBound` keeps the best combination of them).
+"""
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .._kernels.batch import expected_losses, stats_from_labels, weights_from_state
+from .._kernels.stochastic import RSUM, S, R, WSUM, flush, lazy_state, stochastic_steps
+from ._common import Clock, numba_threads, progress_bar
+from .catalyst import catalyst
+
+
+@dataclass
+class SmoothResult:
+    coef: np.ndarray
+    n_iter: int
+    n_oracle_calls: int
+    objective: float
+    gap: float
+    converged: bool
+    history: list
+
+
+@dataclass
+class Smoothing:
+    """How the hinge is smoothed: kernel code, ``K`` for top-K, and the scale ``mu``."""
+
+    code: int
+    K: int
+    mu: float
+
+    def at(self, mu):
+        return replace(self, mu=float(mu))
+
+
+def subproblem(problem, idx):
+    """The examples ``idx`` of a packed problem, packed alike."""
+    tok, node = problem.tok_offsets, problem.node_offsets
+    lengths = tok[idx + 1] - tok[idx]
+    tokens = np.concatenate([np.arange(tok[i], tok[i + 1]) for i in idx])
+    starts, stops = problem.indptr[tokens], problem.indptr[tokens + 1]
+    nnz = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops)])
+    indptr = np.concatenate([[0], np.cumsum(stops - starts)]).astype(np.int64)
+    nodes = np.concatenate([np.arange(node[i], node[i + 1]) for i in idx])
+    return replace(problem, indptr=indptr, indices=problem.indices[nnz], data=problem.data[nnz],
+                   tok_offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                   y=problem.y[nodes], tok_loss=problem.tok_loss[tokens],
+                   node_offsets=np.concatenate([[0], np.cumsum(node[idx + 1] - node[idx])])
+                   .astype(np.int64), _gram=None)
+
+
+@dataclass(frozen=True)
+class Quadratic:
+    """The regulariser ``(c/2) ||w||^2 - <p, w>`` (constants dropped): ``alpha/2 ||w||^2`` plus
+    any number of proximal terms ``(kappa/2) ||w - z||^2`` (Catalyst's, the prox-linear
+    method's)."""
+
+    c: float
+    p: np.ndarray = None
+
+    def plus_prox(self, kappa, center):
+        p = kappa * np.asarray(center, dtype=float)
+        return Quadratic(self.c + kappa, p if self.p is None else self.p + p)
+
+    def value(self, w):
+        return 0.5 * self.c * w @ w - (0.0 if self.p is None else self.p @ w)
+
+    def linear(self, like):
+        return np.zeros_like(like) if self.p is None else self.p
+
+
+@dataclass
+class FullGradient:
+    """Mean smoothed hinge and its gradient at ``w`` (loss part only), the label-space
+    statistics ``M, Q`` of every example there, and their mean expected loss."""
+
+    value: float
+    grad: np.ndarray
+    M: np.ndarray
+    Q: np.ndarray
+    dual_loss: float
+
+
+
+class DualBound:
+    """The best dual value found so far (a lower bound on ``min F``, spec 002 eq. (4)).
+
+    Each full gradient's smoothing weights are a feasible dual point ``a``; ``D`` depends on
+    it only through the mean loss gradient ``g(a)`` and expected loss ``ell(a)``, both linear in
+    ``a``. A new point is merged with the current one by an exact line search on the segment
+    between them (``D`` is a concave quadratic there): a full-batch Frank-Wolfe step on the
+    dual, so the bound never gets worse.
+    """
+
+    def __init__(self, quad):
+        self.quad = quad
+        self.g = None
+        self.ell = 0.0
+        self.value = -np.inf
+
+    def _value(self, g, ell):
+        r = g - self.quad.linear(g)
+        return ell - r @ r / (2.0 * self.quad.c)
+
+    def update(self, snap):
+        """Merge the dual point of the full gradient ``snap``; returns the bound."""
+        if self.g is None:
+            step = 1.0
+        else:
+            dg, dell = snap.grad - self.g, snap.dual_loss - self.ell
+            r = self.g - self.quad.linear(self.g)
+            curvature = dg @ dg
+            step = 1.0 if curvature == 0 else float(np.clip(
+                (self.quad.c * dell - r @ dg) / curvature, 0.0, 1.0))
+            if step == 0.0:
+                return self.value
+        self.g = snap.grad.copy() if self.g is None else self.g + step * (snap.grad - self.g)
+        self.ell += step * (snap.dual_loss - self.ell)
+        self.value = self._value(self.g, self.ell)
+        return self.value
+
+
+def full_gradient(problem, coef, smoothing):
+    values, M, Q = problem.smoothed_losses(coef, smoothing.code, smoothing.mu, smoothing.K)
+    ell = expected_losses(problem.kind, problem.tok_offsets, problem.y, problem.node_offsets,
+                          problem.tok_loss, M)
+    grad = np.zeros(problem.n_params)
+    W, theta = problem.split_coef(grad)
+    # weights_from_state gives scale * sum_i X_i^T (S(y_i) - M_i): the mean gradient is -1/n
+    weights_from_state(problem.kind, problem.edges, *problem.data_args(), M, Q,
+                       -1.0 / problem.n_samples, W, theta)
+    return FullGradient(float(values.mean()), grad, M, Q, float(ell.mean()))
+
+
+class LazyIterate:
+    """``w = s v + r B`` with its lazily kept weighted average (``_kernels/stochastic.py``)."""
+
+    def __init__(self, problem, w, B=None):
+        self.problem = problem
+        self.v = np.array(w, dtype=float)
+        self.B = np.zeros(0) if B is None else B  # empty: no dense constant (plain SGD)
+        self.lazy = lazy_state()
+        self.acc = np.zeros_like(self.v)
+        self.marks = np.zeros(problem.n_features + 1)
+
+    def steps(self, smoothing, M_ref, Q_ref, samples, step_sizes, decays, weights):
+        p = self.problem
+        values = np.empty(samples.shape[0])
+        stochastic_steps(*p.graph_args(), *p.data_args(), smoothing.code, smoothing.K,
+                         smoothing.mu, M_ref, Q_ref, samples, step_sizes, decays, weights,
+                         self.v, self.B, self.lazy, self.acc, self.marks, values)
+        return values
+
+    def current(self):
+        w = self.lazy[S] * self.v
+        return w + self.lazy[R] * self.B if self.B.shape[0] else w
+
+    def average(self):
+        flush(self.v, self.acc, self.marks, self.lazy, self.problem.n_features,
+              self.problem.n_codes)
+        acc = self.acc + self.lazy[RSUM] * self.B if self.B.shape[0] else self.acc
+        return acc / self.lazy[WSUM]
+
+
+def svrg_epoch(problem, w_start, smoothing, step_size, quad, n_steps, rng):
+    """One SVRG epoch (spec 000 §3.4) on ``F_mu`` with the regulariser ``quad``: the full
+    gradient at the snapshot ``w_start``, then ``n_steps`` steps on examples drawn uniformly
+    with replacement. Returns the uniform average of the iterates and the snapshot's
+    :class:`FullGradient`.
+
+    The snapshot's per-example gradients are stored in label space, so a step makes one
+    oracle call instead of the two the paper counts.
+    """
+    decay = 1.0 - step_size * quad.c
+    if not 0.0 < decay < 1.0:
+        raise ValueError(f"learning_rate * (alpha + kappa) = {step_size * quad.c:.3g} must be "
+                         f"in (0, 1): lower the learning rate.")
+    snap = full_gradient(problem, w_start, smoothing)
+    lazy = LazyIterate(problem, w_start, snap.grad - quad.linear(snap.grad))
+    samples = rng.integers(problem.n_samples, size=n_steps)
+    lazy.steps(smoothing, snap.M, snap.Q, samples, np.full(n_steps, step_size),
+               np.full(n_steps, decay), np.ones(n_steps))
+    return lazy.average(), snap
+
+
+def objective(problem, coef, quad):
+    """The non-smooth objective: mean structured hinge plus the regulariser."""
+    return float(np.mean(problem.hinge_losses(coef))) + quad.value(coef)
+
+
+class Monitor:
+    """Per-epoch history (spec 000 §6.3): non-smooth objective, certified gap, oracle calls,
+    solver seconds (wall and CPU, evaluation excluded); progress bar; the stopping test."""
+
+    def __init__(self, problem, quad, tol, max_iter, verbose, desc, callback):
+        self.problem, self.quad, self.tol = problem, quad, tol
+        self.callback = callback
+        self.clock = Clock()
+        self.eval_wall = self.eval_cpu = 0.0
+        self.history = []
+        self.dual = DualBound(quad)
+        self.bar = progress_bar(max_iter, verbose, desc)
+
+    def record(self, epoch, coef, oracle_calls, snap=None, **extra):
+        """Log epoch ``epoch`` ending at ``coef``; True when the certified gap is <= tol."""
+        wall, cpu = self.clock.wall() - self.eval_wall, self.clock.cpu() - self.eval_cpu
+        value = objective(self.problem, coef, self.quad)
+        gap = np.nan if snap is None else value - self.dual.update(snap)
+        record = dict(epoch=epoch, time=wall, cpu_time=cpu, oracle_calls=oracle_calls,
+                      objective=value, gap=gap, **extra)
+        if self.callback is not None:
+            record.update(self.callback(epoch, coef) or {})
+        self.history.append(record)
+        self.bar.set_postfix(objective=f"{value:.4g}", gap=f"{gap:.2e}")
+        self.bar.update()
+        self.eval_wall += self.clock.wall() - wall - self.eval_wall
+        self.eval_cpu += self.clock.cpu() - cpu - self.eval_cpu
+        return bool(gap <= self.tol)
+
+    def result(self, coef, n_iter, oracle_calls, converged):
+        self.bar.close()
+        last = self.history[-1] if self.history else dict(objective=np.nan, gap=np.nan)
+        return SmoothResult(coef=coef, n_iter=n_iter, n_oracle_calls=oracle_calls,
+                            objective=last["objective"], gap=last["gap"], converged=converged,
+                            history=self.history)
+
+
+def svrg(problem, alpha, smoothing, *, learning_rate, max_iter=50, tol=0.0, prox=None,
+         init=None, random_state=None, n_jobs=None, verbose=0, callback=None):
+    """SVRG on ``F_mu`` with a constant ``mu`` (the paper's SVRG baseline, spec 000 §3.6):
+    each epoch restarts from the previous epoch's averaged iterate.
+
+    Parameters
+    ----------
+    problem : Problem
+    alpha : float
+        Regularisation ``lambda`` of eq. (1).
+    smoothing : Smoothing
+    learning_rate : float
+    max_iter : int
+        Epochs (``n`` steps each, plus one full gradient).
+    tol : float
+        Stop once the certified duality gap of the non-smooth problem is at most ``tol``.
+    prox : (float, ndarray) or None
+        An extra proximal term ``(eta_inv / 2) ||w - center||^2`` (the prox-linear method's).
+    init : ndarray or None
+        Starting point (default ``0``).
+    callback : callable or None
+        ``callback(epoch, coef) -> dict or None``, merged into the epoch's history record
+        (e.g. a validation score).
+
+    Returns
+    -------
+    SmoothResult
+    """
+    rng = np.random.default_rng(random_state)
+    quad = _base_quadratic(alpha, prox)
+    n = problem.n_samples
+    w = np.zeros(problem.n_params) if init is None else np.array(init, dtype=float)
+    monitor = Monitor(problem, quad, tol, max_iter, verbose, "SVRG", callback)
+    converged = False
+    with numba_threads(n_jobs):
+        for epoch in range(1, max_iter + 1):
+            w, snap = svrg_epoch(problem, w, smoothing, learning_rate, quad, n, rng)
+            converged = monitor.record(epoch, w, 2 * n * epoch, snap, mu=smoothing.mu)
+            if converged:
+                break
+    return monitor.result(w, epoch, 2 * n * epoch, converged)
+
+
+def _base_quadratic(alpha, prox):
+    quad = Quadratic(float(alpha))
+    return quad if prox is None else quad.plus_prox(*prox)
+
+
+def casimir_svrg(problem, alpha, smoothing, *, learning_rate, mu_schedule="expo", kappa=None,
+                 kappa_schedule="const", warm_start="prox-center", max_iter=50, tol=0.0,
+                 prox=None, init=None, random_state=None, n_jobs=None, verbose=0,
+                 callback=None):
+    """Casimir-SVRG (spec 000 Algo. 4): Catalyst's accelerated outer loop around one SVRG
+    epoch per outer iteration (the paper's practical budget ``T_budget = n``, §3.2), on
+    ``F_{mu_k, kappa_k}(w; z_{k-1})``, with a decreasing smoothing ``mu_k``.
+
+    Parameters
+    ----------
+    problem : Problem
+    alpha : float
+        Regularisation ``lambda``.
+    smoothing : Smoothing
+        The smoother and ``mu_0``.
+    learning_rate : float
+        SVRG step size (the paper tunes it; the estimator picks it automatically).
+    mu_schedule : {"const", "expo", "linear"}
+        ``mu_k`` constant (Casimir-SVRG-const), ``mu_0 (1 - sqrt(q)/2)^{k/2}`` (Cor. 18, the
+        adaptive variant) or ``mu_0 / k`` (Cor. 20).
+    kappa : float or None
+        Catalyst's proximal weight; None uses ``kappa = alpha`` (``q = 1/2``), the paper's
+        Casimir-SVRG-adapt setting.
+    kappa_schedule : {"const", "linear"}
+    warm_start : {"prox-center", "extrapolation", "prev-iterate"}
+        Starting point of each inner SVRG epoch (§3.3).
+    max_iter : int
+        Outer iterations (= epochs).
+    tol, prox, init, random_state, n_jobs, verbose, callback
+        As in :func:`svrg`.
+
+    Returns
+    -------
+    SmoothResult
+        ``coef`` is the last outer iterate ``w_K`` (an averaged SVRG iterate).
+    """
+    rng = np.random.default_rng(random_state)
+    base = _base_quadratic(alpha, prox)
+    n = problem.n_samples
+    w0 = np.zeros(problem.n_params) if init is None else np.array(init, dtype=float)
+    kappa = base.c if kappa is None else float(kappa)
+    monitor = Monitor(problem, base, tol, max_iter, verbose, "Casimir-SVRG", callback)
+    snaps = {}
+
+    def inner(z, w_start, mu_k, kappa_k, k):
+        w_k, snaps[k] = svrg_epoch(problem, w_start, smoothing.at(mu_k), learning_rate,
+                                   base.plus_prox(kappa_k, z), n, rng)
+        return w_k
+
+    def outer_callback(k, w_k, z_k, mu_k, kappa_k):
+        return monitor.record(k, w_k, 2 * n * k, snaps.pop(k), mu=mu_k, kappa=kappa_k)
+
+    with numba_threads(n_jobs):
+        w, n_iter = catalyst(inner, w0, base.c, kappa=kappa, kappa_schedule=kappa_schedule,
+                             mu0=smoothing.mu, mu_schedule=mu_schedule, warm_start=warm_start,
+                             max_iter=max_iter, callback=outer_callback)
+    converged = bool(monitor.history and monitor.history[-1]["gap"] <= tol)
+    return monitor.result(w, n_iter, 2 * n * n_iter, converged)
+
+
+SGD_SCHEDULES = ("const", "linear", "pegasos")
+SGD_AVERAGING = ("none", "uniform", "weighted")
+
+
+def sgd_step_sizes(schedule, learning_rate, t0, alpha, t):
+    """Step sizes at the (1-based) global steps ``t`` (spec 000 §5.4): constant, the paper's
+    ``gamma_0 / (1 + t / t0)`` (the code's form, erratum 7), or Pegasos ``1 / (alpha (t + 1))``."""
+    if schedule == "const":
+        return np.full(t.shape[0], float(learning_rate))
+    if schedule == "linear":
+        return learning_rate / (1.0 + t / t0)
+    return 1.0 / (alpha * (t + 1.0))
+
+
+def sgd(problem, alpha, smoothing, *, learning_rate, schedule="linear", t0=None,
+        averaging="weighted", max_iter=100, prox=None, init=None, random_state=None,
+        n_jobs=None, verbose=0, callback=None):
+    """Stochastic subgradient descent (``smoothing.mu = 0``) or SGD on ``F_mu`` (spec 000
+    §5.4), one oracle call per step, with the paper's schedules and averaging.
+
+    Parameters
+    ----------
+    schedule : {"const", "linear", "pegasos"}
+        See :func:`sgd_step_sizes`; ``t0`` defaults to ``n`` (the step halves after an epoch).
+    averaging : {"none", "uniform", "weighted"}
+        Return the last iterate, the uniform average, or the average with iterate ``t``
+        weighted by ``t`` (the paper's ``2/(T^2+T) sum_t t w_t``).
+    Other parameters as in :func:`svrg`; there is no certified gap (no dual point), so SGD runs
+    ``max_iter`` epochs.
+    """
+    if schedule not in SGD_SCHEDULES:
+        raise ValueError(f"schedule must be one of {SGD_SCHEDULES}, got {schedule!r}.")
+    if averaging not in SGD_AVERAGING:
+        raise ValueError(f"averaging must be one of {SGD_AVERAGING}, got {averaging!r}.")
+    rng = np.random.default_rng(random_state)
+    quad = _base_quadratic(alpha, prox)
+    n = problem.n_samples
+    t0 = n if t0 is None else t0
+    M_ref, Q_ref = stats_from_labels(problem.kind, problem.edges, problem.tok_offsets, problem.y,
+                                     problem.node_offsets, problem.n_codes, problem.n_pair)
+    w0 = np.zeros(problem.n_params) if init is None else np.array(init, dtype=float)
+    lazy = LazyIterate(problem, w0, None if quad.p is None else -quad.p)
+    monitor = Monitor(problem, quad, -np.inf, max_iter, verbose, "SGD", callback)
+    with numba_threads(n_jobs):
+        for epoch in range(1, max_iter + 1):
+            t = np.arange((epoch - 1) * n + 1, epoch * n + 1, dtype=float)
+            steps = sgd_step_sizes(schedule, learning_rate, t0, quad.c, t)
+            decays = 1.0 - steps * quad.c
+            if np.any(decays <= 0.0):
+                raise ValueError(f"learning_rate * alpha = {steps.max() * quad.c:.3g} must be "
+                                 f"below 1: lower the learning rate.")
+            weights = {"none": np.ones(n), "uniform": np.ones(n), "weighted": t}[averaging]
+            lazy.steps(smoothing, M_ref, Q_ref, rng.integers(n, size=n), steps, decays,
+                       weights)
+            w = lazy.current() if averaging == "none" else lazy.average()
+            monitor.record(epoch, w, n * epoch, mu=smoothing.mu)
+    return monitor.result(w, max_iter, n * max_iter, False)
+
+
+def learning_rate_scale(problem, smoothing):
+    """``mu / R^2``, a (conservative) ``1/L`` for the smoothed hinge: ``R^2`` is the mean over
+    examples of ``2 ||X_i||_F^2 + 2 T_i`` (emission and interaction parts of
+    ``||phi(x_i, y) - phi(x_i, y_i)||^2``); for the non-smooth hinge, ``1/R^2``."""
+    cum = np.concatenate([[0.0], np.cumsum(problem.data ** 2)])
+    bounds = problem.indptr[problem.tok_offsets]
+    R2 = 2.0 * np.mean(cum[bounds[1:]] - cum[bounds[:-1]]) + 2.0 * np.mean(
+        np.diff(problem.tok_offsets))
+    return (smoothing.mu if smoothing.mu > 0 else 1.0) / R2
+
+
+def choose_learning_rate(problem, run, smoothing, rng, n_sub=500, grid=tuple(range(0, 15, 2))):
+    """Pick a learning rate by a short search on a subsample (the paper tunes it by hand).
+
+    ``run(subproblem, learning_rate)`` trains a couple of epochs on ``min(n, n_sub)`` random
+    examples and returns the objective reached; the rates tried are
+    ``learning_rate_scale * 2^k`` for ``k`` in ``grid`` and then the two neighbours
+    (factor 2) of the best one. Rates that diverge or are invalid are skipped.
+    """
+    n = problem.n_samples
+    sub = subproblem(problem, np.sort(rng.choice(n, size=min(n, n_sub), replace=False)))
+    scale = learning_rate_scale(sub, smoothing)
+    tried = {}
+
+    def score(k):
+        if k not in tried:
+            try:
+                value = run(sub, scale * 2.0 ** k)
+            except ValueError:  # step too large for the regulariser
+                value = np.inf
+            tried[k] = value if np.isfinite(value) else np.inf
+        return tried[k]
+
+    best = min(grid, key=score)
+    best = min((best - 1, best, best + 1), key=score)
+    if not np.isfinite(tried[best]):
+        raise ValueError("no learning rate gave a finite objective on a subsample; set "
+                         "learning_rate explicitly.")
+    return scale * 2.0 ** best

@@ -1,0 +1,287 @@
+"""Smoothed solvers (SGD, SVRG, Casimir-SVRG) and SmoothSSVMClassifier, against dense references
+and independent solutions."""
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from sklearn_ssvm import (BCFWStructuredSVM, BinarySVM, CandidateSet, ChainCRF, MulticlassSVM, MultiLabel,
+                          SmoothSSVMClassifier)
+from sklearn_ssvm.solvers import smooth
+from sklearn_ssvm.structures.base import smoothing_code
+
+
+def chain_data(rng, n=15, n_features=4, n_labels=3, max_len=5):
+    W = rng.normal(size=(n_features, n_labels))
+    X = [rng.normal(size=(1 + i % max_len, n_features)) for i in range(n)]
+    Y = [np.argmax(x @ W + rng.normal(size=(x.shape[0], n_labels)), axis=1) for x in X]
+    return X, Y
+
+
+def data_for(structure, rng, n=15):
+    if isinstance(structure, ChainCRF):
+        return chain_data(rng, n=n)
+    if isinstance(structure, MultiLabel):
+        return rng.normal(size=(n, 4)), rng.integers(0, 2, size=(n, 3))
+    if isinstance(structure, CandidateSet):
+        X = [rng.normal(size=(2 + i % 4, 3)) for i in range(n)]
+        Y = [np.abs(rng.normal(size=x.shape[0])) for x in X]
+        for y in Y:
+            y[rng.integers(y.shape[0])] = 0.0
+        return X, Y
+    return rng.normal(size=(n, 4)), rng.integers(0, 3, size=n)
+
+
+def dense_gradient(structure, X, Y, coef, smoothing, mu, top_k):
+    """Per-example dense gradients of the smoothed hinge, from the structure's single-example
+    oracle (an independent code path from the batched label-space kernels)."""
+    return np.array([structure.smoothed_oracle(x, y, coef, smoothing=smoothing, mu=mu,
+                                               top_k=top_k)[1] for x, y in zip(X, Y)])
+
+
+def reference_steps(structure, X, Y, w, w_snap, smoothing, mu, top_k, samples, gammas, c, p):
+    """Dense SVRG steps ``w <- w - gamma (g_i(w) - g_i(w_snap) + mean g(w_snap) + c w - p)``
+    and the uniform average of the iterates."""
+    G_snap = dense_gradient(structure, X, Y, w_snap, smoothing, mu, top_k)
+    g_mean = G_snap.mean(axis=0)
+    total = np.zeros_like(w)
+    for i, gamma in zip(samples, gammas):
+        g = structure.smoothed_oracle(X[i], Y[i], w, smoothing=smoothing, mu=mu,
+                                      top_k=top_k)[1]
+        w = w - gamma * (g - G_snap[i] + g_mean + c * w - p)
+        total += w
+    return w, total / len(samples)
+
+
+@pytest.mark.parametrize("structure", [ChainCRF(), MulticlassSVM(), MultiLabel(pairwise="tree"),
+                                       CandidateSet()])
+@pytest.mark.parametrize("smoothing, top_k", [("l2", 3), ("entropy", None)])
+def test_lazy_svrg_steps_equal_dense_steps(structure, smoothing, top_k):
+    """The lazy O(nnz) updates (w = s v + r B, lazily averaged) are exactly the dense ones."""
+    rng = np.random.default_rng(1)
+    X, Y = data_for(structure, rng)
+    problem = structure.prepare(X, Y)
+    mu, c = 0.3, 0.05
+    w_snap = rng.normal(scale=0.3, size=problem.n_params)
+    p = rng.normal(scale=0.1, size=problem.n_params)
+    quad = smooth.Quadratic(c, p)
+    sm = smooth.Smoothing(*smoothing_code(smoothing, top_k, problem.kind), mu)
+    snap = smooth.full_gradient(problem, w_snap, sm)
+    lazy = smooth.LazyIterate(problem, w_snap, snap.grad - quad.linear(snap.grad))
+    samples = rng.integers(problem.n_samples, size=40)
+    gammas = np.full(40, 0.2)
+    lazy.steps(sm, snap.M, snap.Q, samples, gammas, 1.0 - gammas * c, np.ones(40))
+    w_ref, avg_ref = reference_steps(structure, X, Y, w_snap.copy(), w_snap, smoothing, mu,
+                                     top_k, samples, gammas, c, p)
+    np.testing.assert_allclose(lazy.current(), w_ref, atol=1e-10)
+    np.testing.assert_allclose(lazy.average(), avg_ref, atol=1e-10)
+
+
+def test_lazy_rescaling_and_weighted_average():
+    """Strong decay drives s below the rescaling threshold; varying steps and weights (SGD)."""
+    rng = np.random.default_rng(2)
+    structure = ChainCRF()
+    X, Y = chain_data(rng)
+    problem = structure.prepare(X, Y)
+    sm = smooth.Smoothing(*smoothing_code(None, None, problem.kind), 0.0)
+    from sklearn_ssvm._kernels.batch import stats_from_labels
+    M_ref, Q_ref = stats_from_labels(problem.kind, problem.edges, problem.tok_offsets, problem.y,
+                                     problem.node_offsets, problem.n_codes, problem.n_pair)
+    w0 = rng.normal(size=problem.n_params)
+    lazy = smooth.LazyIterate(problem, w0)
+    n_steps = 400
+    samples = rng.integers(problem.n_samples, size=n_steps)
+    gammas = rng.uniform(0.1, 0.2, size=n_steps)
+    c = 4.0  # decays 0.2 to 0.6: s underflows 1e-100 within the run
+    weights = np.arange(1.0, n_steps + 1)
+    lazy.steps(sm, M_ref, Q_ref, samples, gammas, 1.0 - gammas * c, weights)
+    w, total = w0.copy(), np.zeros_like(w0)
+    for i, gamma, omega in zip(samples, gammas, weights):
+        g = structure.smoothed_oracle(X[i], Y[i], w, smoothing=None)[1]
+        w = w - gamma * (g + c * w)
+        total += omega * w
+    np.testing.assert_allclose(lazy.current(), w, atol=1e-10)
+    np.testing.assert_allclose(lazy.average(), total / weights.sum(), atol=1e-10)
+
+
+def smoothed_minimum(problem, alpha, sm):
+    """min F_mu by L-BFGS on the batched value and gradient (entropy: smooth)."""
+    def fun(w):
+        g = smooth.full_gradient(problem, w, sm)
+        return g.value + 0.5 * alpha * w @ w, g.grad + alpha * w
+    res = minimize(fun, np.zeros(problem.n_params), jac=True, method="L-BFGS-B",
+                   options=dict(gtol=1e-10, ftol=1e-14, maxiter=5000))
+    return res.fun, res.x
+
+
+@pytest.mark.parametrize("solver", ["svrg", "casimir"])
+def test_svrg_solvers_reach_the_smoothed_minimum(solver):
+    """With a constant mu and entropy smoothing F_mu is smooth and strongly convex: SVRG and
+    Casimir-SVRG reach its L-BFGS minimum (spec 000 §7 item 19)."""
+    rng = np.random.default_rng(3)
+    structure = MulticlassSVM()
+    X, Y = data_for(structure, rng, n=30)
+    problem = structure.prepare(X, Y)
+    alpha = 0.1
+    sm = smooth.Smoothing(*smoothing_code("entropy", None, problem.kind), 0.5)
+    f_star, w_star = smoothed_minimum(problem, alpha, sm)
+    if solver == "svrg":
+        res = smooth.svrg(problem, alpha, sm, learning_rate=0.05, max_iter=150, random_state=0)
+    else:
+        res = smooth.casimir_svrg(problem, alpha, sm, learning_rate=0.05, mu_schedule="const",
+                                  max_iter=150, random_state=0)
+    value = smooth.full_gradient(problem, res.coef, sm).value + 0.5 * alpha * res.coef @ res.coef
+    assert value - f_star < 1e-6
+    np.testing.assert_allclose(res.coef, w_star, atol=1e-3)
+
+
+@pytest.mark.parametrize("structure", [ChainCRF(), MulticlassSVM(), MultiLabel(pairwise="tree")])
+def test_certified_gap_bounds_the_suboptimality(structure):
+    """objective - gap <= F* (F* from BCFW to a tiny certified gap), on every epoch; the gap
+    shrinks with mu (Casimir-SVRG-adapt)."""
+    rng = np.random.default_rng(4)
+    X, Y = data_for(structure, rng, n=25)
+    alpha = 0.1
+    bcfw = BCFWStructuredSVM(structure, alpha=alpha, max_iter=3000, tol=1e-9,
+                             random_state=0).fit(X, Y)
+    f_star = bcfw.primal_objective_ - bcfw.duality_gap_  # a lower bound: conservative
+    problem = structure.prepare(X, Y)
+    sm = smooth.Smoothing(*smoothing_code("l2", 5, problem.kind), 0.5)
+    res = smooth.casimir_svrg(problem, alpha, sm, learning_rate=0.005, max_iter=60,
+                              random_state=0)
+    for record in res.history:
+        assert record["gap"] >= record["objective"] - bcfw.primal_objective_ - 1e-9
+        assert record["objective"] - record["gap"] <= bcfw.primal_objective_ + 1e-9
+        assert record["objective"] >= f_star - 1e-9
+    assert res.history[-1]["gap"] < 0.1 * res.history[0]["gap"]
+    assert res.objective - bcfw.primal_objective_ < 0.05
+
+
+def test_sgd_pegasos_approaches_the_optimum():
+    rng = np.random.default_rng(5)
+    structure = MulticlassSVM()
+    X, Y = data_for(structure, rng, n=40)
+    alpha = 0.1
+    bcfw = BCFWStructuredSVM(structure, alpha=alpha, max_iter=2000, tol=1e-8,
+                             random_state=0).fit(X, Y)
+    problem = structure.prepare(X, Y)
+    sm = smooth.Smoothing(*smoothing_code(None, None, problem.kind), 0.0)
+    res = smooth.sgd(problem, alpha, sm, learning_rate=1.0, schedule="pegasos", max_iter=200,
+                     random_state=0)
+    assert res.objective - bcfw.primal_objective_ < 5e-3
+    objectives = [r["objective"] for r in res.history]
+    assert objectives[-1] < objectives[0]
+
+
+def test_subproblem_packs_the_selected_examples():
+    rng = np.random.default_rng(6)
+    structure = ChainCRF()
+    X, Y = chain_data(rng)
+    problem = structure.prepare(X, Y)
+    idx = np.array([1, 4, 5, 11])
+    sub = smooth.subproblem(problem, idx)
+    direct = structure.pack([X[i] for i in idx], [Y[i] for i in idx])
+    for name in ("indptr", "indices", "data", "tok_offsets", "y", "node_offsets", "tok_loss"):
+        np.testing.assert_array_equal(getattr(sub, name), getattr(direct, name))
+
+
+@pytest.mark.parametrize("solver", ["casimir-svrg", "svrg", "sgd"])
+def test_estimator_fits_and_scores(solver):
+    rng = np.random.default_rng(7)
+    X, Y = chain_data(rng, n=40)
+    est = SmoothSSVMClassifier(ChainCRF(), alpha=0.05, solver=solver, max_iter=20,
+                               smoothing=None if solver == "sgd" else "l2",
+                               random_state=0).fit(X, Y)
+    assert est.score(X, Y) > 0.7
+    assert len(est.history_) == est.n_iter_
+    assert est.learning_rate_ > 0
+    assert est.objective(X, Y) == pytest.approx(est.objective_)
+    if solver != "sgd":
+        assert est.duality_gap_ >= 0
+        assert est.smoothed_objective(X, Y, 0.5) >= est.objective(X, Y) - 1e-12
+        assert est.smoothed_objective(X, Y, 0.5) <= est.objective(X, Y) + 0.25 + 1e-12
+    again = SmoothSSVMClassifier(ChainCRF(), alpha=0.05, solver=solver, max_iter=20,
+                                 smoothing=None if solver == "sgd" else "l2",
+                                 random_state=0).fit(X, Y)
+    np.testing.assert_array_equal(again.coef_, est.coef_)
+
+
+def test_estimator_errors_keep_the_fitted_state():
+    rng = np.random.default_rng(8)
+    X, Y = chain_data(rng, n=20)
+    est = SmoothSSVMClassifier(ChainCRF(), max_iter=3, random_state=0).fit(X, Y)
+    coef = est.coef_.copy()
+    with pytest.raises(ValueError, match="smooth objective"):
+        est.set_params(smoothing=None).fit(X, Y)
+    with pytest.raises(ValueError, match="NaN"):
+        est.set_params(smoothing="l2").fit([np.full((2, 4), np.nan)], [np.array([0, 1])])
+    with pytest.raises(ValueError, match="l2 smoothing over all"):
+        est.set_params(top_k=None).fit(X, Y)
+    np.testing.assert_array_equal(est.coef_, coef)
+
+
+def test_warm_start_continues_from_the_previous_coef():
+    rng = np.random.default_rng(9)
+    X, Y = chain_data(rng, n=30)
+    est = SmoothSSVMClassifier(ChainCRF(), alpha=0.05, max_iter=15, learning_rate=0.05,
+                               random_state=0, warm_start=True).fit(X, Y)
+    first = est.objective_
+    est.set_params(max_iter=1).fit(X, Y)
+    assert est.history_[0]["objective"] <= first + 0.05 * abs(first)
+
+
+@pytest.mark.parametrize("structure", [ChainCRF(), MulticlassSVM(), MultiLabel(pairwise="tree"),
+                                       CandidateSet(), BinarySVM()])
+def test_expected_losses_are_linear_in_the_label_statistics(structure):
+    """The dual bound's E_u L from M = E_u S(y) equals the loss averaged over the labelings."""
+    from sklearn_ssvm._kernels.batch import expected_losses
+    from sklearn_ssvm._kernels.labelings import add_stats
+    from _brute import all_labelings
+    rng = np.random.default_rng(10)
+    if isinstance(structure, BinarySVM):
+        X, Y = rng.normal(size=(6, 3)), np.array([0, 1, 1, 0, 1, 0])
+    else:
+        X, Y = data_for(structure, rng, n=6)
+    problem = structure.prepare(X, Y)
+    M = np.zeros((problem.tok_offsets[-1], problem.n_codes))
+    expected = []
+    for i in range(problem.n_samples):
+        ys = all_labelings(structure, X[i])
+        p = rng.dirichlet(np.ones(len(ys)))
+        total = 0.0
+        for prob, y in zip(p, ys):
+            codes = structure._encode_one(y) if not isinstance(structure, CandidateSet) \
+                else np.array([y], dtype=np.int32)
+            add_stats(problem.kind, codes, prob,
+                      M[problem.tok_offsets[i]:problem.tok_offsets[i + 1]],
+                      np.zeros(problem.n_pair), problem.edges)
+            total += prob * structure.loss(Y[i], y)
+        expected.append(total)
+    got = expected_losses(problem.kind, problem.tok_offsets, problem.y, problem.node_offsets,
+                          problem.tok_loss, M)
+    np.testing.assert_allclose(got, expected, atol=1e-12)
+
+
+def test_estimator_with_a_feature_map_trains_by_prox_linear():
+    """An ELU network on candidate features, trained by prox-linear + Casimir-SVRG: the
+    non-linear objective decreases monotonically (acceptance step) and the fit predicts well."""
+    from sklearn_ssvm.feature_maps import MLPFeatureMap
+    rng = np.random.default_rng(11)
+    teacher = MLPFeatureMap(n_hidden=4, random_state=1)
+    w_true = 3 * teacher.init_params(3)
+    X = [rng.normal(size=(4, 3)) for _ in range(40)]
+    Y = []
+    for x in X:
+        losses = np.ones(4)
+        losses[np.argmax(teacher.scores(x, w_true))] = 0.0
+        Y.append(losses)
+    est = SmoothSSVMClassifier(CandidateSet(), alpha=0.01, max_iter=8, eta=1.0,
+                               feature_map=MLPFeatureMap(n_hidden=4, random_state=0),
+                               random_state=0).fit(X, Y)
+    objectives = [r["objective"] for r in est.history_]
+    assert np.all(np.diff(objectives) <= 1e-12)
+    assert objectives[-1] < 0.7 * objectives[0]
+    assert est.objective(X, Y) == pytest.approx(objectives[-1])
+    assert est.predict(X).shape == (40,)
+    assert est.score(X, Y) > 0.6
+    with pytest.raises(ValueError, match="CandidateSet"):
+        SmoothSSVMClassifier(ChainCRF(), feature_map=MLPFeatureMap()).fit(*chain_data(rng))
