@@ -1,0 +1,307 @@
+"""Prox-linear method for structured prediction with a non-linear score (spec 000 §4, Algo. 5).
+
+Candidate-set problems (each example a list of candidate outputs with features ``x_y`` and
+losses ``L(y_i, y)``) whose score ``s(x_y; w)`` is non-linear in ``w`` (a feature map of
+``sklearn_ssvm.feature_maps``). The objective (59) is
+
+    F(w) = (1/n) sum_i [max_y (L(y_i, y) + s(x_iy; w)) - s(x_iy_i; w)] + (alpha/2) ||w||^2.
+
+Linearising every score at ``w_k``, ``s(x_y; w) ~ s(x_y; w_k) + <J_y, w - w_k>`` with ``J_y`` its
+gradient, gives the convex model ``F(w; w_k)`` of eq. (60): an ordinary linear candidate-set SSVM
+whose candidate features are the Jacobian rows ``J_y`` and whose losses absorb the offsets
+``c_y = s(x_y; w_k) - <J_y, w_k>``. Algo. 5 minimises ``F(w; w_k) + ||w - w_k||^2 / (2 eta)``
+approximately and keeps the result only if it does not increase ``F``: :func:`prox_linear` does
+so with Casimir-SVRG (the paper's PL-Casimir-SVRG), :func:`prox_linear_loop` with any solver.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._kernels.labelings import CANDIDATES
+from ..structures.base import Problem
+from ._common import Clock, progress_bar
+from .smooth import casimir_svrg
+
+MU_SCHEDULES = ("linear", "const")
+
+
+@dataclass
+class ProxLinearResult:
+    """Outcome of :func:`prox_linear` and :func:`prox_linear_loop`.
+
+    Attributes
+    ----------
+    coef : ndarray
+        The last accepted iterate ``w_K``.
+    n_iter : int
+        Outer iterations run.
+    n_oracle_calls : int
+        Inner solver's oracle calls plus ``n`` per acceptance test.
+    objective : float
+        ``F(coef)``.
+    converged : bool
+        Whether the gradient-mapping estimate fell to ``tol``.
+    history : list of dict
+        One record per outer iteration, the starting point first (iteration 0).
+    """
+
+    coef: np.ndarray
+    n_iter: int
+    n_oracle_calls: int
+    objective: float
+    converged: bool
+    history: list
+
+
+@dataclass
+class _Candidates:
+    """Candidate sets stacked once: all candidates' features, offsets, losses, true indices."""
+
+    X: np.ndarray
+    offsets: np.ndarray
+    losses: np.ndarray
+    y: np.ndarray
+
+    @property
+    def n_samples(self):
+        return self.y.shape[0]
+
+    @property
+    def true_rows(self):
+        return self.offsets[:-1] + self.y
+
+
+def _stack(X, losses, y_true):
+    """Validate raw candidate-set inputs and stack them into a :class:`_Candidates`."""
+    if len(X) == 0 or len(X) != len(losses) or len(X) != len(y_true):
+        raise ValueError(f"X, losses and y_true must hold the same positive number of examples, "
+                         f"got {len(X)}, {len(losses)} and {len(y_true)}.")
+    blocks = [x.toarray() if sp.issparse(x) else np.asarray(x, dtype=float) for x in X]
+    losses = [np.asarray(loss, dtype=float) for loss in losses]
+    y = np.asarray(y_true)
+    if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError("y_true must be a 1-D array of candidate indices.")
+    n_features = blocks[0].shape[1] if blocks[0].ndim == 2 else None
+    for i, (x, loss) in enumerate(zip(blocks, losses)):
+        if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] != n_features:
+            raise ValueError(f"Example {i} must be a non-empty (n_candidates, {n_features}) "
+                             f"matrix.")
+        if loss.shape != (x.shape[0],):
+            raise ValueError(f"Example {i} has {x.shape[0]} candidates but losses of shape "
+                             f"{loss.shape}.")
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(loss)) and np.all(loss >= 0)):
+            raise ValueError(f"Example {i}: features and losses must be finite, losses >= 0.")
+        if not 0 <= y[i] < x.shape[0] or loss[y[i]] != 0:
+            raise ValueError(f"Example {i}: y_true must index a candidate of loss 0.")
+    sizes = [x.shape[0] for x in blocks]
+    return _Candidates(np.vstack(blocks), np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+                       np.concatenate(losses), y.astype(np.int32))
+
+
+def _objective(feature_map, data, w, alpha):
+    scores = feature_map.scores(data.X, w)
+    best = np.maximum.reduceat(data.losses + scores, data.offsets[:-1])
+    return float(np.mean(best - scores[data.true_rows])) + 0.5 * alpha * float(w @ w)
+
+
+def _linearize(feature_map, data, w):
+    J = feature_map.jacobian(data.X, w)
+    offsets = feature_map.scores(data.X, w) - J @ w
+    # L(y_i, y) + c_y - c_{y_i}: the linear SSVM's scores <J_y, w> then add up to the
+    # linearised scores, and the loss stays 0 at the true candidate
+    tok_loss = data.losses + offsets - np.repeat(offsets[data.true_rows], np.diff(data.offsets))
+    J = sp.csr_matrix(J)
+    return Problem(kind=CANDIDATES, indptr=J.indptr.astype(np.int64),
+                   indices=J.indices.astype(np.int32), data=J.data, n_features=J.shape[1],
+                   tok_offsets=data.offsets, y=data.y,
+                   node_offsets=np.arange(data.n_samples + 1, dtype=np.int64), n_codes=1,
+                   n_pair=0, tok_loss=tok_loss)
+
+
+def linearize(feature_map, X, losses, y_true, w):
+    """The convex model ``F(.; w)`` of eq. (60) as a packed linear candidate-set problem.
+
+    Parameters
+    ----------
+    feature_map : object
+        Non-linear score, e.g. :class:`~sklearn_ssvm.feature_maps.MLPFeatureMap`.
+    X : list of array-like of shape (n_candidates_i, n_features)
+        Candidate features of each example (dense or sparse).
+    losses : list of array-like of shape (n_candidates_i,)
+        ``L(y_i, y) >= 0`` of each candidate, zero at the true one.
+    y_true : array-like of int, shape (n_samples,)
+        Index of the true candidate of each example.
+    w : ndarray of shape (n_params,)
+        The linearisation point ``w_k``.
+
+    Returns
+    -------
+    Problem
+        Kind ``CANDIDATES``: candidate ``y`` of example ``i`` has the features ``J_iy`` (the
+        gradient of its score at ``w``) and the loss ``L(y_i, y) + c_iy - c_iy_i`` with
+        ``c_iy = s(x_iy; w) - <J_iy, w>``, so that ``problem.hinge_losses(v)`` are the hinge
+        losses of the linearised scores at any ``v`` (equal to the non-linear ones at
+        ``v = w``). Its parameter vector has the layout of ``w``.
+    """
+    return _linearize(feature_map, _stack(X, losses, y_true), np.asarray(w, dtype=float))
+
+
+def nonlinear_objective(feature_map, X, losses, y_true, w, alpha):
+    """``F(w)`` of eq. (59): mean structured hinge of the non-linear scores (exhaustive over
+    the candidates) plus ``(alpha/2) ||w||^2``. Arguments as in :func:`linearize`."""
+    return _objective(feature_map, _stack(X, losses, y_true), np.asarray(w, dtype=float), alpha)
+
+
+def prox_linear(feature_map, X, losses, y_true, alpha, smoothing, *, eta, learning_rate,
+                inner_iter=5, mu_schedule="linear", max_iter=50, tol=0.0, init=None,
+                random_state=None, n_jobs=None, verbose=0, callback=None):
+    """Inexact prox-linear method with Casimir-SVRG inside (spec 000 Algo. 5, PL-Casimir-SVRG).
+
+    Outer iteration ``k`` linearises the scores at ``w_{k-1}`` (:func:`linearize`) and runs
+    ``inner_iter`` iterations of Casimir-SVRG with constant smoothing on
+    ``F_eta(w; w_{k-1}) = F(w; w_{k-1}) + ||w - w_{k-1}||^2 / (2 eta)`` (eq. (60)), started at
+    the prox center ``w_{k-1}``; the result is kept only if it does not increase ``F``
+    (:func:`prox_linear_loop`). The fixed inner budget is the paper's practical stand-in for the
+    tolerance (62) (Sec. 7.3.2).
+
+    Parameters
+    ----------
+    feature_map : object
+        Non-linear score with ``n_params``, ``init_params``, ``scores`` and ``jacobian``, e.g.
+        :class:`~sklearn_ssvm.feature_maps.MLPFeatureMap`.
+    X, losses, y_true
+        Candidate sets, as in :func:`linearize`.
+    alpha : float
+        Regularisation ``lambda`` (the paper's non-convex experiments use ``1/n``).
+    smoothing : Smoothing
+        Smoother of the inner problems and its ``mu``.
+    eta : float
+        Prox-linear step ``eta > 0`` (Thm 35 needs ``eta <= 1/L``, Assumption 33; the paper
+        grid-searches powers of 10).
+    learning_rate : float
+        SVRG step size of the first inner problem. It must satisfy
+        ``learning_rate * 2 (alpha + 1/eta) < 1`` (the inner Catalyst weight is
+        ``kappa = alpha + 1/eta``).
+    inner_iter : int, default=5
+        Casimir-SVRG iterations (epochs) per outer iteration (5 in the paper).
+    mu_schedule : {"linear", "const"}, default="linear"
+        ``"linear"``: the paper's adaptive default, ``mu_k = mu / k`` with the learning rate
+        divided by ``k`` (``L_k = k L_0``); ``"const"``: ``mu`` and the learning rate fixed.
+    max_iter, tol, init, verbose, callback
+        As in :func:`prox_linear_loop`.
+    random_state : int, Generator or None
+        Seeds the inner solver's sampling.
+    n_jobs : int or None
+        Threads of the batched oracles.
+
+    Returns
+    -------
+    ProxLinearResult
+        History records also hold the inner ``mu``, ``learning_rate`` and ``inner_objective``
+        (``F_eta(w_hat_k; w_{k-1})``, non-smooth).
+    """
+    if mu_schedule not in MU_SCHEDULES:
+        raise ValueError(f"mu_schedule must be one of {MU_SCHEDULES}, got {mu_schedule!r}.")
+    if inner_iter < 1:
+        raise ValueError(f"inner_iter must be >= 1, got {inner_iter!r}.")
+    rng = np.random.default_rng(random_state)
+
+    def solve(problem, prox, k):
+        scale = k if mu_schedule == "linear" else 1
+        inner = casimir_svrg(problem, alpha, smoothing.at(smoothing.mu / scale),
+                             learning_rate=learning_rate / scale, mu_schedule="const",
+                             max_iter=inner_iter, prox=prox, init=prox[1], random_state=rng,
+                             n_jobs=n_jobs)
+        return inner.coef, inner.n_oracle_calls, dict(
+            inner_objective=inner.objective, mu=smoothing.mu / scale,
+            learning_rate=learning_rate / scale)
+
+    return prox_linear_loop(feature_map, X, losses, y_true, alpha, solve, eta=eta,
+                            max_iter=max_iter, tol=tol, init=init, verbose=verbose,
+                            callback=callback)
+
+
+def prox_linear_loop(feature_map, X, losses, y_true, alpha, solve, *, eta, max_iter=50, tol=0.0,
+                     init=None, verbose=0, callback=None):
+    """The outer loop of the inexact prox-linear method (spec 000 Algo. 5), for any convex
+    solver ``M``.
+
+    Iteration ``k`` builds the model ``F(.; w_{k-1})`` (:func:`linearize`), lets ``solve``
+    minimise ``F_eta(.; w_{k-1})`` approximately into ``w_hat_k``, and sets
+    ``w_k = w_hat_k`` if ``F(w_hat_k) <= F(w_{k-1})``, else ``w_k = w_{k-1}`` (the acceptance
+    step, line 4), so ``F(w_k)`` is non-increasing (Thm 35).
+
+    Parameters
+    ----------
+    feature_map, X, losses, y_true, alpha
+        As in :func:`prox_linear`.
+    solve : callable
+        ``solve(problem, prox, k) -> (w_hat, n_oracle_calls, info)``: approximately minimises
+        the problem's mean hinge plus ``(alpha/2) ||w||^2 + (eta_inv/2) ||w - center||^2``,
+        with ``prox = (eta_inv, center)`` (``center = w_{k-1}``); ``info`` is a dict merged into
+        the iteration's record.
+    eta : float
+        Prox-linear step ``eta > 0``.
+    max_iter : int, default=50
+        Outer iterations ``K``.
+    tol : float, default=0.0
+        Stop once ``||w_hat_k - w_{k-1}|| / eta``, the inexact gradient mapping (63) at
+        ``w_{k-1}``, is at most ``tol``.
+    init : ndarray or None
+        ``w_0``; None draws ``feature_map.init_params(n_features)`` (``w = 0`` is stationary
+        for scores without a bias).
+    verbose : int
+        Progress bar.
+    callback : callable or None
+        ``callback(k, coef) -> dict or None``, merged into iteration ``k``'s record.
+
+    Returns
+    -------
+    ProxLinearResult
+        History records: ``iteration``, ``objective`` (``F(w_k)``), ``candidate_objective``
+        (``F(w_hat_k)``), ``accepted``, ``grad_mapping`` (the estimate above), ``time``,
+        ``cpu_time``, ``oracle_calls`` (cumulative: the solver's plus ``n`` per acceptance
+        test).
+    """
+    if not eta > 0:
+        raise ValueError(f"eta must be > 0, got {eta!r}.")
+    if max_iter < 0:
+        raise ValueError(f"max_iter must be >= 0, got {max_iter!r}.")
+    data = _stack(X, losses, y_true)
+    n = data.n_samples
+    w = (feature_map.init_params(data.X.shape[1]) if init is None
+         else np.array(init, dtype=float))
+    value = _objective(feature_map, data, w, alpha)
+    clock = Clock()
+    oracle_calls = n
+    history = [dict(iteration=0, objective=value, time=0.0, cpu_time=0.0,
+                    oracle_calls=oracle_calls)]
+    bar = progress_bar(max_iter, verbose, "Prox-linear")
+    converged = False
+    problem = None  # the model at w_{k-1}, kept while steps are rejected
+    k = 0
+    for k in range(1, max_iter + 1):
+        if problem is None:
+            problem = _linearize(feature_map, data, w)
+        w_hat, calls, info = solve(problem, (1.0 / eta, w), k)
+        candidate = _objective(feature_map, data, w_hat, alpha)
+        grad_mapping = float(np.linalg.norm(w_hat - w)) / eta
+        accepted = candidate <= value
+        if accepted:
+            w, value, problem = w_hat, candidate, None
+        oracle_calls += calls + n
+        record = dict(iteration=k, objective=value, candidate_objective=candidate,
+                      accepted=accepted, grad_mapping=grad_mapping, time=clock.wall(),
+                      cpu_time=clock.cpu(), oracle_calls=oracle_calls, **info)
+        if callback is not None:
+            record.update(callback(k, w) or {})
+        history.append(record)
+        bar.set_postfix(objective=f"{value:.4g}")
+        bar.update()
+        converged = grad_mapping <= tol
+        if converged:
+            break
+    bar.close()
+    return ProxLinearResult(coef=w, n_iter=k, n_oracle_calls=oracle_calls, objective=value,
+                            converged=converged, history=history)
