@@ -168,3 +168,36 @@ def read_conll(path_or_file, columns=None, *, encoding="utf-8"):
     if current:
         sentences.append(current)
     return sentences
+
+
+def load_conll2000_chunking(directory):
+    """CoNLL-2000 chunking with the CRFsuite tutorial's token features, vectorised.
+
+    Reads ``train.txt.gz`` and ``test.txt.gz`` from ``directory`` (the files of
+    ``shared/datasets/conll2000``; not bundled: 8,936 training and 2,012 test sentences), builds
+    :func:`~sklearn_ssvm.feature_extraction.chunking_token_features` for every token and
+    vectorises them with a :class:`~sklearn_ssvm.feature_extraction.SequenceVectorizer` fitted
+    on the training sentences.
+
+    Parameters
+    ----------
+    directory : path-like
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        ``X_train``, ``X_test`` (lists of sparse ``(n_tokens, n_attributes)`` matrices),
+        ``Y_train``, ``Y_test`` (lists of lists of chunk tags) and ``vectorizer``.
+    """
+    from sklearn.utils import Bunch
+
+    from ..feature_extraction import SequenceVectorizer, chunking_token_features
+
+    directory = os.fspath(directory)
+    train = read_conll(os.path.join(directory, "train.txt.gz"))
+    test = read_conll(os.path.join(directory, "test.txt.gz"))
+    vectorizer = SequenceVectorizer()
+    X_train = vectorizer.fit_transform([chunking_token_features(s) for s in train])
+    X_test = vectorizer.transform([chunking_token_features(s) for s in test])
+    return Bunch(X_train=X_train, X_test=X_test, Y_train=[[tok[2] for tok in s] for s in train],
+                 Y_test=[[tok[2] for tok in s] for s in test], vectorizer=vectorizer)
