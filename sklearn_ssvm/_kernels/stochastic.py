@@ -8,10 +8,10 @@ Every step of SGD or SVRG on
 
     w <- a w - gamma B - gamma X_i^T (M_i - Mref_i) (+) (Q_i - Qref_i),    a = 1 - gamma c,
 
-with a dense part (the decay ``a`` and the constant ``B``: ``B = g_tilde - p`` for SVRG, ``0`` for
-SGD) and a sparse part that touches only the feature rows of example ``i``. ``M_i, Q_i`` are the
-label-space gradient statistics of the smoothed oracle at ``w`` and ``Mref_i, Qref_i`` those of
-the reference point (SVRG: the snapshot ``w_tilde``, stored once per epoch so one oracle call per
+with a dense part (the decay ``a`` and the constant ``B``: ``B = g_tilde - p`` for SVRG, ``-p``
+for SGD, an empty ``B`` standing for 0) and a sparse part that touches only the feature rows of
+example ``i``. ``M_i, Q_i`` are the label-space gradient statistics of the smoothed oracle at
+``w`` and ``Mref_i, Qref_i`` those of the reference point (SVRG: the snapshot ``w_tilde``, stored once per epoch so one oracle call per
 step suffices; SGD: the true labeling). Writing ``w = s v + r B`` makes the dense part O(1) per
 step (``s <- a s``, ``r <- a r - gamma``) and the sparse part O(nnz_i C); the weighted average of
 the iterates is kept lazily the same way: ``sum_t omega_t w_t = acc + (sum_t omega_t r_t) B``,
