@@ -285,3 +285,68 @@ def test_estimator_with_a_feature_map_trains_by_prox_linear():
     assert est.score(X, Y) > 0.6
     with pytest.raises(ValueError, match="CandidateSet"):
         SmoothSSVMClassifier(ChainCRF(), feature_map=MLPFeatureMap()).fit(*chain_data(rng))
+
+
+@pytest.mark.parametrize("smoothing", ["entropy", "l2"])
+def test_smoothed_objective_gradient_is_lipschitz_with_the_papers_constant(smoothing):
+    """||grad F_mu(w) - grad F_mu(w')|| <= (A/mu + alpha) ||w - w'|| (spec 000 §7 item 9, Lemma
+    40) with A = max_i ||A_i||^2_{2,a}: the largest squared row norm of A_i (rows
+    phi(x_i, y) - phi(x_i, y_i)) for entropy, its squared spectral norm for l2."""
+    from _brute import all_labelings
+    rng = np.random.default_rng(12)
+    structure = MulticlassSVM()
+    X, Y = data_for(structure, rng, n=12)
+    problem = structure.prepare(X, Y)
+    alpha, mu = 0.1, 0.4
+    A = 0.0
+    for x, y in zip(X, Y):
+        rows = np.array([structure.joint_feature(x, z) - structure.joint_feature(x, y)
+                         for z in all_labelings(structure, x)])
+        A = max(A, np.max(np.sum(rows ** 2, axis=1)) if smoothing == "entropy"
+                else np.linalg.norm(rows, 2) ** 2)
+    sm = smooth.Smoothing(*smoothing_code(smoothing, None, problem.kind), mu)
+    ratios = []
+    for i in range(len(X)):  # one example at a time: the mean's constant is smaller
+        single = structure.pack(X[i:i + 1], Y[i:i + 1])
+        for _ in range(10):
+            w = rng.normal(scale=0.1, size=problem.n_params)  # near ties: curvature is largest
+            v = w + rng.normal(scale=0.01, size=w.shape)
+            gw = smooth.full_gradient(single, w, sm).grad + alpha * w
+            gv = smooth.full_gradient(single, v, sm).grad + alpha * v
+            ratios.append(np.linalg.norm(gw - gv) / np.linalg.norm(w - v))
+    assert max(ratios) <= A / mu + alpha + 1e-9
+    assert max(ratios) > 0.05 * (A / mu + alpha)  # the check is not vacuous
+
+
+@pytest.mark.parametrize("structure", [ChainCRF(), MulticlassSVM(), MultiLabel(pairwise="tree"),
+                                       CandidateSet()])
+def test_hinge_is_nonnegative_and_majorizes_the_task_loss(structure):
+    """f_i(w) >= 0 and f_i(w) >= L(y_i, argmax_y <w, phi(x_i, y)>) (spec 000 §7 item 15)."""
+    rng = np.random.default_rng(13)
+    X, Y = data_for(structure, rng)
+    problem = structure.prepare(X, Y)
+    for _ in range(5):
+        coef = rng.normal(size=problem.n_params)
+        hinge = problem.hinge_losses(coef)
+        y_pred, _, _, _ = problem.run_oracle(coef, False)
+        assert np.all(hinge >= -1e-12)
+        assert np.all(hinge >= problem.losses(y_pred) - 1e-12)
+
+
+def test_casimir_with_one_outer_step_and_vanishing_kappa_is_one_svrg_epoch():
+    """Spec 000 §7 item 20: one outer iteration, kappa -> 0, prox-center start = one SVRG epoch
+    on F_mu (same samples), the difference shrinking with kappa."""
+    rng = np.random.default_rng(14)
+    structure = ChainCRF()
+    X, Y = chain_data(rng)
+    problem = structure.prepare(X, Y)
+    sm = smooth.Smoothing(*smoothing_code("l2", 3, problem.kind), 0.5)
+    w0 = rng.normal(scale=0.2, size=problem.n_params)
+    plain = smooth.svrg(problem, 0.1, sm, learning_rate=0.05, max_iter=1, init=w0,
+                        random_state=0).coef
+    gaps = [np.linalg.norm(smooth.casimir_svrg(problem, 0.1, sm, learning_rate=0.05,
+                                               mu_schedule="const", kappa=kappa, max_iter=1,
+                                               init=w0, random_state=0).coef - plain)
+            for kappa in (1e-2, 1e-4)]
+    assert gaps[1] < 1e-2 * gaps[0] * 10
+    assert gaps[1] < 1e-4
