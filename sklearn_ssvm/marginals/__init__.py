@@ -1,0 +1,26 @@
+"""Marginal inference in pairwise MRFs: TRW over the marginal polytope by Barrier Frank-Wolfe.
+
+Approximate marginals and a certified upper bound on the log-partition function using only MAP
+calls (Krishnan, Lacoste-Julien & Sontag, "Barrier Frank-Wolfe for Marginal Inference", NIPS
+2015; spec 004). ``TRWBarrierFW(...).fit(mrf)`` is the entry point; ``TRWLocalPolytope`` is the
+local-polytope (TRBP) baseline.
+"""
+from ._estimator import TRWBarrierFW, TRWLocalPolytope
+from ._exact import brute_force_marginals, grid_marginals, marginal_error
+from ._mrf import PairwiseMRF, grid_edges, random_complete_graph, random_grid, random_rbm
+from ._oracles import (AutoMAP, BestOfMAP, BruteForceMAP, GraphCutMAP, ICMMAP, MAPResult,
+                       MILPMAP, TreeMAP)
+from ._solvers import (TRWFrankWolfe, frank_wolfe_trw, initial_rho, rescale_weights,
+                       trw_barrier_fw, trw_local_polytope, update_delta)
+from ._spanning import (edge_mutual_information, entropy_coefficients, matrix_tree_rho,
+                        max_weight_spanning_tree, spanning_tree_edge_probs, trw_objective)
+
+__all__ = ["PairwiseMRF", "TRWBarrierFW", "TRWLocalPolytope", "TRWFrankWolfe",
+           "frank_wolfe_trw", "trw_barrier_fw", "trw_local_polytope", "initial_rho",
+           "update_delta", "rescale_weights",
+           "MAPResult", "AutoMAP", "BestOfMAP", "BruteForceMAP", "GraphCutMAP", "ICMMAP",
+           "MILPMAP", "TreeMAP",
+           "brute_force_marginals", "grid_marginals", "marginal_error",
+           "grid_edges", "random_complete_graph", "random_grid", "random_rbm",
+           "edge_mutual_information", "entropy_coefficients", "matrix_tree_rho",
+           "max_weight_spanning_tree", "spanning_tree_edge_probs", "trw_objective"]

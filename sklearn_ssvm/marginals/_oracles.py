@@ -1,0 +1,371 @@
+"""MAP oracles: the only access the Frank-Wolfe solvers have to the marginal polytope.
+
+Every oracle follows one protocol (spec 004 §2.2)::
+
+    oracle(mrf, potentials, init=None) -> MAPResult(assignment, value, upper_bound, exact)
+
+maximising ``<potentials, vertex(x)>`` over full assignments ``x``, where ``potentials`` is a flat
+vector in the layout of ``mrf``. ``exact`` says whether the assignment is certified optimal (only
+then is the Frank-Wolfe gap, hence the log-partition bound, certified); ``upper_bound`` is a
+certified bound ``kappa >= max_x <potentials, vertex(x)>`` when the solver has one.
+
+Exact: ``BruteForceMAP`` (small models), ``TreeMAP`` (forests), ``GraphCutMAP`` (binary submodular
+models, PyMaxflow), ``MILPMAP`` (integer programming with HiGHS), ``AutoMAP`` (picks one of
+these). Approximate: ``ICMMAP``. ``BestOfMAP`` keeps the best of several.
+"""
+from collections import namedtuple
+
+import numpy as np
+
+from . import _kernels as K
+
+__all__ = ["MAPResult", "BruteForceMAP", "TreeMAP", "ICMMAP", "GraphCutMAP", "MILPMAP",
+           "BestOfMAP", "AutoMAP", "check_map_oracle"]
+
+MAPResult = namedtuple("MAPResult", ["assignment", "value", "upper_bound", "exact"])
+MAPResult.__doc__ = """Result of a MAP call.
+
+assignment : ndarray of int64, shape (n_nodes,)
+value : float
+    ``<potentials, vertex(assignment)>``.
+upper_bound : float or None
+    A certified upper bound on the maximum, if known.
+exact : bool
+    Whether ``assignment`` is certified to be a maximiser.
+"""
+
+
+def _check_potentials(mrf, potentials):
+    pot = np.ascontiguousarray(potentials, dtype=np.float64)
+    if pot.shape != (mrf.dim,):
+        raise ValueError(f"potentials must have shape ({mrf.dim},), got {pot.shape}.")
+    if not np.all(np.isfinite(pot)):
+        raise ValueError("potentials must be finite.")
+    return pot
+
+
+class _Oracle:
+    """Shared helpers; subclasses implement ``__call__``."""
+
+    #: whether the oracle is exact on the models it accepts
+    exact = False
+
+    def _result(self, mrf, pot, assignment, exact, upper_bound=None):
+        a = np.asarray(assignment, dtype=np.int64)
+        return MAPResult(a, mrf.score(a, pot), upper_bound, exact)
+
+    def __repr__(self):
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        return f"{type(self).__name__}({params})"
+
+
+class BruteForceMAP(_Oracle):
+    """Exact MAP by enumerating all assignments (numba, incremental scores).
+
+    Parameters
+    ----------
+    max_configurations : int, default=2**22
+        Refuse larger models with a ValueError (``2**20`` takes about 20 ms).
+    """
+
+    exact = True
+
+    def __init__(self, max_configurations=2 ** 22):
+        self.max_configurations = max_configurations
+
+    def __call__(self, mrf, potentials, init=None):
+        pot = _check_potentials(mrf, potentials)
+        n = float(np.prod(mrf.n_states.astype(np.float64)))
+        if n > self.max_configurations:
+            raise ValueError(f"BruteForceMAP: {n:.3g} assignments exceed "
+                             f"max_configurations={self.max_configurations}.")
+        _, best = K.brute_force_max(pot, mrf.node_offsets, mrf.edges, mrf.edge_offsets,
+                                    mrf.n_states, mrf._inc_ptr, mrf._inc_edge, mrf._inc_other,
+                                    mrf._inc_first)
+        return self._result(mrf, pot, best, True)
+
+
+def _forest_parents(mrf):
+    """``(parent, parent_edge, child_is_first)`` of a BFS forest; raises if there is a cycle."""
+    if not mrf.is_forest():
+        raise ValueError("TreeMAP needs a forest (the graph has a cycle).")
+    parent = np.full(mrf.n_nodes, -1, dtype=np.int64)
+    pedge = np.full(mrf.n_nodes, -1, dtype=np.int64)
+    seen = np.zeros(mrf.n_nodes, bool)
+    for root in range(mrf.n_nodes):
+        if seen[root]:
+            continue
+        seen[root] = True
+        stack = [root]
+        while stack:
+            v = stack.pop()
+            for k in range(mrf._inc_ptr[v], mrf._inc_ptr[v + 1]):
+                o = mrf._inc_other[k]
+                if not seen[o]:
+                    seen[o] = True
+                    parent[o] = v
+                    pedge[o] = mrf._inc_edge[k]
+                    stack.append(o)
+    return parent, pedge
+
+
+class TreeMAP(_Oracle):
+    """Exact MAP on forests by max-product (``sklearn_ssvm._kernels.tree.tree_max``).
+
+    Raises a ValueError on a graph with a cycle.
+    """
+
+    exact = True
+
+    def __init__(self):
+        self._cache = (None, None)
+
+    def __call__(self, mrf, potentials, init=None):
+        from .._kernels.tree import tree_max, tree_order
+        pot = _check_potentials(mrf, potentials)
+        if self._cache[0] is not mrf:
+            parent, pedge = _forest_parents(mrf)
+            self._cache = (mrf, (parent, pedge, tree_order(parent)))
+        parent, pedge, order = self._cache[1]
+        unary, pair_e = mrf.padded_tables(pot, fill=-1e300)
+        S = unary.shape[1]
+        pair = np.zeros((mrf.n_nodes, S, S))
+        child = np.flatnonzero(parent >= 0)
+        e = pedge[child]
+        # pair[v, a, b] scores (x_v = a, x_parent = b)
+        is_first = mrf.edges[e, 0] == child
+        pair[child[is_first]] = pair_e[e[is_first]]
+        pair[child[~is_first]] = np.transpose(pair_e[e[~is_first]], (0, 2, 1))
+        _, y = tree_max(np.ascontiguousarray(unary), np.ascontiguousarray(pair), parent, order)
+        return self._result(mrf, pot, y, True)
+
+
+class ICMMAP(_Oracle):
+    """Approximate MAP by iterated conditional modes (a local optimum for single flips).
+
+    Starts from ``init`` when given (warm start, spec 004 §2.8) else from the best state of
+    each node's own potential; with ``n_restarts > 0`` also from random assignments, keeping the
+    best.
+
+    Parameters
+    ----------
+    max_sweeps : int, default=100
+    n_restarts : int, default=0
+    random_state : int, Generator or None
+    """
+
+    exact = False
+
+    def __init__(self, max_sweeps=100, n_restarts=0, random_state=None):
+        self.max_sweeps = max_sweeps
+        self.n_restarts = n_restarts
+        self.random_state = random_state
+        self._rng = None
+
+    def __call__(self, mrf, potentials, init=None):
+        pot = _check_potentials(mrf, potentials)
+        if init is None:
+            starts = [np.array([np.argmax(pot[mrf.node_offsets[i]:mrf.node_offsets[i + 1]])
+                                for i in range(mrf.n_nodes)], dtype=np.int64)]
+        else:
+            starts = [mrf.check_assignment(init).copy()]
+        if self.n_restarts:
+            if self._rng is None:
+                self._rng = np.random.default_rng(self.random_state)
+            for _ in range(self.n_restarts):
+                starts.append((self._rng.random(mrf.n_nodes) * mrf.n_states).astype(np.int64))
+        best, best_val = None, -np.inf
+        for x in starts:
+            K.icm(pot, x, mrf.node_offsets, mrf.edge_offsets, mrf.n_states, mrf._inc_ptr,
+                  mrf._inc_edge, mrf._inc_other, mrf._inc_first, self.max_sweeps)
+            v = mrf.score(x, pot)
+            if v > best_val:
+                best, best_val = x, v
+        return self._result(mrf, pot, best, False)
+
+
+class GraphCutMAP(_Oracle):
+    """Exact MAP of binary models with submodular edges (``p00 + p11 >= p01 + p10``) by one
+    minimum cut (``sklearn_ssvm.structures.graph.graphcut_map``; needs PyMaxflow).
+
+    A ValueError is raised for non-binary models or non-submodular edge potentials. Note that
+    the perturbed potentials ``theta - K (1 + log mu)`` of TRW need not stay submodular when
+    ``theta`` is; wrap the oracle in ``BestOfMAP`` with an exact fallback in that case.
+    """
+
+    exact = True
+
+    def __call__(self, mrf, potentials, init=None):
+        from ..structures.graph import graphcut_map
+        pot = _check_potentials(mrf, potentials)
+        if np.any(mrf.n_states != 2):
+            raise ValueError("GraphCutMAP needs binary variables.")
+        unary = mrf.node_blocks(pot)
+        pair = mrf.edge_blocks(pot) if mrf.n_edges else np.zeros((0, 2, 2))
+        y, _ = graphcut_map(unary, mrf.edges, pair)
+        return self._result(mrf, pot, y, True)
+
+
+class MILPMAP(_Oracle):
+    """Exact MAP as an integer program over the local polytope, solved by HiGHS
+    (``scipy.optimize.milp``; the paper's ILP route, spec 004 §2.2).
+
+    Variables: the flat marginal vector; node entries integral in {0, 1}, edge entries in
+    [0, 1] (integral once the nodes are, by the marginalisation constraints).
+
+    Parameters
+    ----------
+    time_limit : float or None
+        Seconds per call; a call stopped early returns the incumbent with ``exact=False``.
+    mip_rel_gap : float, default=1e-9
+        HiGHS's relative optimality tolerance. The solver's dual bound is always returned as
+        ``upper_bound``, so the certificate (eq. (25)) stays valid whatever the tolerance.
+    """
+
+    exact = True
+
+    def __init__(self, time_limit=None, mip_rel_gap=1e-9):
+        self.time_limit = time_limit
+        self.mip_rel_gap = mip_rel_gap
+        self._cache = (None, None)
+
+    def _constraints(self, mrf):
+        from scipy.optimize import LinearConstraint
+        from scipy.sparse import coo_matrix
+        rows, cols, vals = [], [], []
+        r = 0
+        for i in range(mrf.n_nodes):  # sum_x mu_i(x) = 1
+            o = mrf.node_offsets[i]
+            for s in range(mrf.n_states[i]):
+                rows.append(r), cols.append(o + s), vals.append(1.0)
+            r += 1
+        for e, (a, b) in enumerate(mrf.edges):
+            Sa, Sb = mrf.n_states[a], mrf.n_states[b]
+            o = mrf.edge_offsets[e]
+            for xa in range(Sa):  # sum_xb mu_ab(xa, xb) - mu_a(xa) = 0
+                for xb in range(Sb):
+                    rows.append(r), cols.append(o + xa * Sb + xb), vals.append(1.0)
+                rows.append(r), cols.append(mrf.node_offsets[a] + xa), vals.append(-1.0)
+                r += 1
+            for xb in range(Sb):
+                for xa in range(Sa):
+                    rows.append(r), cols.append(o + xa * Sb + xb), vals.append(1.0)
+                rows.append(r), cols.append(mrf.node_offsets[b] + xb), vals.append(-1.0)
+                r += 1
+        A = coo_matrix((vals, (rows, cols)), shape=(r, mrf.dim)).tocsr()
+        lb = np.zeros(r)
+        lb[:mrf.n_nodes] = 1.0
+        integrality = np.zeros(mrf.dim)
+        integrality[:mrf.node_offsets[-1]] = 1
+        return LinearConstraint(A, lb, lb), integrality
+
+    def __call__(self, mrf, potentials, init=None):
+        from scipy.optimize import Bounds, milp
+        pot = _check_potentials(mrf, potentials)
+        if self._cache[0] is not mrf:
+            self._cache = (mrf, self._constraints(mrf))
+        cons, integrality = self._cache[1]
+        options = {"mip_rel_gap": float(self.mip_rel_gap)}
+        if self.time_limit is not None:
+            options["time_limit"] = float(self.time_limit)
+        res = milp(-pot, constraints=cons, integrality=integrality, bounds=Bounds(0.0, 1.0),
+                   options=options)
+        if res.x is None:
+            raise RuntimeError(f"MILPMAP: HiGHS found no solution ({res.message}).")
+        y = np.array([np.argmax(res.x[mrf.node_offsets[i]:mrf.node_offsets[i + 1]])
+                      for i in range(mrf.n_nodes)], dtype=np.int64)
+        optimal = res.status == 0
+        result = self._result(mrf, pot, y, bool(optimal))
+        dual = getattr(res, "mip_dual_bound", None)
+        if dual is not None and np.isfinite(dual):
+            result = result._replace(upper_bound=max(float(-dual), result.value))
+        return result
+
+
+class BestOfMAP(_Oracle):
+    """Run several oracles and keep the highest-scoring assignment (spec 004 §2.2: the paper
+    runs QPBO, TRW-S and ICM "in parallel" and keeps the best).
+
+    The result is exact if any exact oracle ran (its maximum is then the best value); its
+    ``upper_bound`` is the smallest one reported. Oracles that raise a ValueError (a model they
+    do not accept) are skipped, unless all do.
+
+    Parameters
+    ----------
+    oracles : list of MAP oracles
+    """
+
+    def __init__(self, oracles):
+        self.oracles = oracles
+
+    @property
+    def exact(self):
+        return any(getattr(o, "exact", False) for o in self.oracles)
+
+    def __call__(self, mrf, potentials, init=None):
+        if not self.oracles:
+            raise ValueError("BestOfMAP needs at least one oracle.")
+        best, exact, bound, errors = None, False, None, []
+        for o in self.oracles:
+            try:
+                r = o(mrf, potentials, init)
+            except ValueError as err:
+                errors.append(err)
+                continue
+            exact = exact or r.exact
+            if r.upper_bound is not None:
+                bound = r.upper_bound if bound is None else min(bound, r.upper_bound)
+            if best is None or r.value > best.value:
+                best = r
+        if best is None:
+            raise ValueError(f"BestOfMAP: no oracle accepted the model: {errors}")
+        return MAPResult(best.assignment, best.value, bound, exact)
+
+
+class AutoMAP(_Oracle):
+    """The default exact oracle: tree max-product on forests, brute force up to
+    ``max_configurations`` assignments, otherwise integer programming (HiGHS).
+
+    Parameters
+    ----------
+    max_configurations : int, default=2**20
+    """
+
+    exact = True
+
+    def __init__(self, max_configurations=2 ** 20):
+        self.max_configurations = max_configurations
+        self._cache = (None, None)
+
+    def choose(self, mrf):
+        """The oracle used for ``mrf``."""
+        if self._cache[0] is mrf:
+            return self._cache[1]
+        if mrf.is_forest():
+            o = TreeMAP()
+        elif np.prod(mrf.n_states.astype(np.float64)) <= self.max_configurations:
+            o = BruteForceMAP(self.max_configurations)
+        else:
+            o = MILPMAP()
+        self._cache = (mrf, o)
+        return o
+
+    def __call__(self, mrf, potentials, init=None):
+        return self.choose(mrf)(mrf, potentials, init)
+
+
+_NAMES = {"auto": AutoMAP, "brute_force": BruteForceMAP, "tree": TreeMAP, "icm": ICMMAP,
+          "graphcut": GraphCutMAP, "milp": MILPMAP}
+
+
+def check_map_oracle(map_oracle):
+    """An oracle from a name (``"auto"``, ``"brute_force"``, ``"tree"``, ``"icm"``,
+    ``"graphcut"``, ``"milp"``) or a callable following the protocol."""
+    if isinstance(map_oracle, str):
+        if map_oracle not in _NAMES:
+            raise ValueError(f"Unknown map_oracle {map_oracle!r}; expected one of "
+                             f"{sorted(_NAMES)} or a callable.")
+        return _NAMES[map_oracle]()
+    if not callable(map_oracle):
+        raise ValueError(f"map_oracle must be a name or a callable, got {map_oracle!r}.")
+    return map_oracle

@@ -1,0 +1,412 @@
+"""Frank-Wolfe solvers for the TRW objective over the marginal polytope (spec 004 §2).
+
+``f(mu) = -TRW(mu; theta, rho)`` is minimised over ``M`` (or its contraction
+``M_delta = (1 - delta) M + delta u0``) with a MAP oracle as the linear minimisation oracle.
+The iterate is always kept as a barycentre of visited vertices: atom 0 is ``u0`` and atom
+``a >= 1`` stands for the contracted vertex ``(1 - delta) v_a + delta u0`` (spec §2.7), with
+weights ``alpha``.
+
+``TRWFrankWolfe`` holds that state and runs the inner loop (Algorithm 2's loop over ``k`` with
+Algorithm 1 for delta, the MFW correction of Algorithms 3-5 and the ICM local search of
+Algorithm 6); ``trw_barrier_fw`` adds the outer Frank-Wolfe loop over the spanning-tree polytope;
+``trw_local_polytope`` is the tree-reweighted belief propagation baseline over the local polytope.
+"""
+import time
+
+import numpy as np
+
+from . import _kernels as K
+from ._oracles import check_map_oracle
+from ._spanning import (edge_mutual_information, entropy_coefficients, matrix_tree_rho,
+                        max_weight_spanning_tree, spanning_tree_edge_probs, trw_objective)
+
+__all__ = ["TRWFrankWolfe", "frank_wolfe_trw", "trw_barrier_fw", "trw_local_polytope",
+           "initial_rho", "update_delta", "rescale_weights"]
+
+_DELTA_MODES = ("adaptive", "fixed", "none")
+
+
+def update_delta(gap, gap_uniform, delta):
+    """Algorithm 1 (spec 004 §2.4): the adaptive contraction after a MAP call.
+
+    Parameters
+    ----------
+    gap : float
+        FW gap over the full polytope ``g = <-grad f(x), s - x>``.
+    gap_uniform : float
+        ``g_u = <-grad f(x), u0 - x>``.
+    delta : float
+        Current contraction ``delta^(k-1)`` (``<= 1/4`` initially).
+
+    Returns
+    -------
+    delta : float
+        ``min(g / (-4 g_u), delta / 2)`` if ``g_u < 0`` and the proposal is below ``delta``,
+        else ``delta`` unchanged. Then ``g_(delta) >= g / 2`` (Lemma D.2).
+    """
+    if gap_uniform < 0:
+        proposal = gap / (-4.0 * gap_uniform)
+        if proposal < delta:
+            return max(min(proposal, 0.5 * delta), 0.0)
+    return delta
+
+
+def rescale_weights(alpha, delta, new_delta):
+    """Barycentric weights of the same point after the contraction changes (spec 004 eq. (6)).
+
+    ``alpha'_v = alpha_v (1 - delta) / (1 - delta')`` for ``v != u0`` (atom 0) and
+    ``alpha'_0 = 1 - sum_{v != u0} alpha'_v``; valid for ``delta' <= delta``.
+    """
+    out = np.array(alpha, dtype=np.float64, copy=True)
+    out[1:] *= (1.0 - delta) / (1.0 - new_delta)
+    out[0] = max(1.0 - out[1:].sum(), 0.0)
+    return out
+
+
+def initial_rho(mrf, rho0="matrix_tree"):
+    """Initial edge appearance probabilities: ``"matrix_tree"`` (the paper's weighted
+    matrix-tree initialisation, spec §2.9), ``"uniform"`` (uniform over spanning trees) or an
+    array in the spanning-tree polytope."""
+    if isinstance(rho0, str):
+        if rho0 == "matrix_tree":
+            return matrix_tree_rho(mrf)
+        if rho0 == "uniform":
+            return spanning_tree_edge_probs(mrf.n_nodes, mrf.edges)
+        raise ValueError(f"rho0 must be 'matrix_tree', 'uniform' or an array, got {rho0!r}.")
+    rho = np.asarray(rho0, dtype=np.float64)
+    if rho.shape != (mrf.n_edges,) or np.any(rho < 0) or np.any(rho > 1):
+        raise ValueError(f"rho0 must have shape ({mrf.n_edges},) with entries in [0, 1].")
+    return rho.copy()
+
+
+class TRWFrankWolfe:
+    """State of Frank-Wolfe over (contractions of) the marginal polytope of ``mrf``.
+
+    Parameters
+    ----------
+    mrf : PairwiseMRF
+    map_oracle : MAP oracle (see ``_oracles``)
+    delta_init : float
+        Initial contraction ``delta^(init) <= 1/4``.
+    delta_mode : {"adaptive", "fixed", "none"}
+        Algorithm 1, a fixed contraction, or plain FW over ``M`` (``delta = 0``).
+
+    Attributes
+    ----------
+    x : ndarray of shape (mrf.dim,)
+        Current iterate.
+    alpha : ndarray
+        Barycentric weights of the atoms (``alpha[:n_atoms]``).
+    delta : float
+    n_map_calls, n_icm_calls : int
+    history : list of dict
+        One record per MAP call.
+    """
+
+    def __init__(self, mrf, map_oracle, delta_init=1e-3, delta_mode="adaptive"):
+        if delta_mode not in _DELTA_MODES:
+            raise ValueError(f"delta_mode must be one of {_DELTA_MODES}, got {delta_mode!r}.")
+        if delta_mode != "none" and not 0 < delta_init <= 0.25:
+            raise ValueError(f"delta_init must be in (0, 1/4] (Lemma D.2), got {delta_init!r}.")
+        self.mrf = mrf
+        self.oracle = check_map_oracle(map_oracle)
+        self.delta_mode = delta_mode
+        self.delta = 0.0 if delta_mode == "none" else float(delta_init)
+        self.u0 = mrf.uniform_marginals()
+        self.x = self.u0.copy()
+        width = mrf.n_nodes + mrf.n_edges
+        self.atoms = np.zeros((16, width), dtype=np.int64)
+        self.assignments = np.zeros((16, mrf.n_nodes), dtype=np.int64)
+        self.alpha = np.zeros(16)
+        self.alpha[0] = 1.0
+        self.n_atoms = 1
+        self._keys = {}
+        self.n_map_calls = 0
+        self.n_icm_calls = 0
+        self.history = []
+        self.last_assignment = None
+        self._t0 = time.perf_counter()
+
+    # -- atoms ---------------------------------------------------------------------------------
+    def add_atom(self, assignment):
+        """Index of the atom of ``assignment``, appended if new (vertices are deduplicated)."""
+        a = np.asarray(assignment, dtype=np.int64)
+        key = a.tobytes()
+        idx = self._keys.get(key)
+        if idx is not None:
+            return idx
+        if self.n_atoms == len(self.alpha):
+            cap = 2 * len(self.alpha)
+            self.atoms = np.concatenate([self.atoms, np.zeros_like(self.atoms)])
+            self.assignments = np.concatenate([self.assignments,
+                                               np.zeros_like(self.assignments)])
+            self.alpha = np.concatenate([self.alpha, np.zeros(cap - len(self.alpha))])
+        idx = self.n_atoms
+        self.atoms[idx] = self.mrf.vertex_index(a)
+        self.assignments[idx] = a
+        self.n_atoms += 1
+        self._keys[key] = idx
+        return idx
+
+    def set_delta(self, new_delta):
+        """Move to a smaller contraction, re-expressing ``x`` by eq. (6) (``x`` is unchanged)."""
+        if new_delta < self.delta:
+            self.alpha[:self.n_atoms] = rescale_weights(self.alpha[:self.n_atoms], self.delta,
+                                                        new_delta)
+            self.delta = float(new_delta)
+
+    def barycentre(self):
+        """``sum_a alpha_a v_a(delta)`` (equals ``x`` up to rounding)."""
+        out = np.empty(self.mrf.dim)
+        K.barycentre(self.alpha, self.atoms, self.n_atoms, self.u0, self.delta, out)
+        return out
+
+    def _contracted_direction(self, idx):
+        d = self.delta * self.u0 - self.x
+        d[self.atoms[idx]] += 1.0 - self.delta
+        return d
+
+    # -- steps ---------------------------------------------------------------------------------
+    def value_grad(self, kvec):
+        grad = np.empty(self.mrf.dim)
+        f = K.trw_value_grad(self.x, self.mrf.theta, kvec, grad)
+        return f, grad
+
+    def correct(self, kvec, tol=0.5, max_iter=100):
+        """CORRECTION (Algorithm 5): MFW over ``conv(V_delta)`` from the current weights.
+
+        Returns the FW gap over the correction polytope (``>= 0``).
+        """
+        _, gap = K.mfw(self.x, self.alpha, self.atoms, self.n_atoms, self.u0, self.mrf.theta,
+                       kvec, self.delta, tol, max_iter)
+        return gap
+
+    def _step_to(self, idx, kvec, grad, away_steps):
+        """A FW step towards atom ``idx`` (line search in ``[0, 1]``), or an away step when it
+        makes more progress (MFW over M)."""
+        d = self._contracted_direction(idx)
+        if away_steps and self.n_atoms > 1:
+            sc = np.empty(self.n_atoms)
+            K.atom_scores(grad, self.atoms, self.n_atoms, sc)
+            g_u0 = grad @ self.u0
+            sc = (1.0 - self.delta) * sc + self.delta * g_u0
+            sc[0] = g_u0
+            act = self.alpha[:self.n_atoms] > 0
+            sc[~act] = -np.inf
+            w = int(np.argmax(sc))
+            gx = grad @ self.x
+            if w != idx and sc[w] - gx > -(grad @ d):
+                aw = self.alpha[w]
+                gmax = aw / (1.0 - aw) if aw < 1.0 else 1e300
+                d_away = -self._contracted_direction(w)
+                gamma = K.line_search(self.x, d_away, self.mrf.theta, kvec, gmax)
+                self.x += gamma * d_away
+                self.alpha[:self.n_atoms] *= 1.0 + gamma
+                self.alpha[w] -= gamma
+                if gamma >= gmax:
+                    self.alpha[w] = 0.0
+                self._renormalise()
+                return gamma
+        gamma = K.line_search(self.x, d, self.mrf.theta, kvec, 1.0)
+        self.x += gamma * d
+        self.alpha[:self.n_atoms] *= 1.0 - gamma
+        self.alpha[idx] += gamma
+        self._renormalise()
+        return gamma
+
+    def _renormalise(self):
+        a = self.alpha[:self.n_atoms]
+        a[a < 1e-15] = 0.0
+        a /= a.sum()
+
+    def local_search(self, kvec, assignment, max_iter=30, tol=0.5):
+        """LOCALSEARCH (Algorithm 6): FW steps with ICM (warm-started at the last vertex) as an
+        approximate oracle; finds cheap extra vertices for the correction polytope."""
+        mrf = self.mrf
+        a = np.array(assignment, dtype=np.int64)
+        gaps = []
+        for _ in range(max_iter):
+            _, grad = self.value_grad(kvec)
+            b = a.copy()
+            K.icm(-grad, b, mrf.node_offsets, mrf.edge_offsets, mrf.n_states, mrf._inc_ptr,
+                  mrf._inc_edge, mrf._inc_other, mrf._inc_first, 100)
+            self.n_icm_calls += 1
+            idx = self.add_atom(b)
+            d = self._contracted_direction(idx)
+            gaps.append(-(grad @ d))
+            if gaps[-1] > 0:
+                self._step_to(idx, kvec, grad, False)
+            if np.array_equal(a, b) or (len(gaps) >= 5 and max(gaps[-5:]) < tol):
+                break
+            a = b
+
+    def run(self, rho, tol=0.5, max_iter=1000, away_steps=False, correction=True,
+            correction_freq=1, correction_tol=0.5, correction_max_iter=100,
+            local_search=False, local_search_max_iter=30, max_map_calls=None, rho_iter=0):
+        """Inner loop of Algorithm 2 for fixed ``rho``: until the FW gap over ``M`` is ``<= tol``.
+
+        Returns
+        -------
+        info : dict
+            ``gap`` (last FW gap over M), ``trw`` (TRW at the point where it was computed),
+            ``bound`` (certified ``TRW + gap``, eq. (24)/(25), or None with an inexact oracle),
+            ``n_iter``, ``converged``.
+        """
+        mrf = self.mrf
+        kvec = entropy_coefficients(mrf, rho)
+        oracle = self.oracle
+        last_corr_gap = 0.0
+        info = {"gap": np.inf, "trw": None, "bound": None, "n_iter": 0, "converged": False}
+        best_bound = None
+        for k in range(max_iter):
+            if max_map_calls is not None and self.n_map_calls >= max_map_calls:
+                break
+            f, grad = self.value_grad(kvec)
+            res = oracle(mrf, -grad, self.last_assignment)
+            self.n_map_calls += 1
+            s = res.assignment
+            self.last_assignment = s
+            s_idx = mrf.vertex_index(s)
+            gx = grad @ self.x
+            gap = gx - grad[s_idx].sum()  # <-grad, s - x>
+            bound = None
+            if res.upper_bound is not None:
+                # eq. (25); preferred to (24) because a solver's "optimal" may carry a tolerance
+                bound = -f + res.upper_bound + gx
+            elif res.exact:
+                bound = -f + gap  # eq. (24)
+            if bound is not None:
+                best_bound = bound if best_bound is None else min(best_bound, bound)
+            info.update(gap=gap, trw=-f, bound=best_bound, n_iter=k + 1)
+            self.history.append({"rho_iter": rho_iter, "map_calls": self.n_map_calls,
+                                 "gap": gap, "delta": self.delta, "trw": -f, "bound": bound,
+                                 "time": time.perf_counter() - self._t0})
+            if gap <= tol:
+                info["converged"] = True
+                break
+            if self.delta_mode == "adaptive":
+                g_delta = gap if gap >= 0 else last_corr_gap  # spec §2.10
+                self.set_delta(update_delta(g_delta, gx - grad @ self.u0, self.delta))
+            idx = self.add_atom(s)
+            self._step_to(idx, kvec, grad, away_steps)
+            if correction and (k + 1) % correction_freq == 0:
+                ctol = correction_tol if gap >= 1 else 0.1 * correction_tol
+                last_corr_gap = self.correct(kvec, ctol, correction_max_iter)
+            if local_search:
+                self.local_search(kvec, s, local_search_max_iter)
+        return info
+
+
+def _check_common(n_rho_iter, tol, correction_freq):
+    if int(n_rho_iter) != n_rho_iter or n_rho_iter < 0:
+        raise ValueError(f"n_rho_iter must be a non-negative int, got {n_rho_iter!r}.")
+    if not tol > 0:
+        raise ValueError(f"tol must be > 0, got {tol!r}.")
+    if int(correction_freq) != correction_freq or correction_freq < 1:
+        raise ValueError(f"correction_freq must be a positive int, got {correction_freq!r}.")
+
+
+def frank_wolfe_trw(mrf, rho, map_oracle="auto", delta_init=1e-3, delta_mode="adaptive",
+                    away_steps=False, correction=True, tol=0.5, max_iter=1000, **kwargs):
+    """Maximise ``TRW(mu; theta, rho)`` over the marginal polytope for a fixed rho.
+
+    ``delta_mode="fixed"`` is FW over ``M_delta`` (Thm 3.4), ``"adaptive"`` Algorithm 1,
+    ``"none"`` plain FW over ``M``; ``away_steps=True`` is MFW (Algorithm 3 with the MAP oracle),
+    ``correction=True`` with adaptive delta is FCFW (Algorithm 4). Other keywords go to
+    ``TRWFrankWolfe.run``.
+
+    Returns
+    -------
+    state : TRWFrankWolfe
+    info : dict
+    """
+    state = TRWFrankWolfe(mrf, map_oracle, delta_init, delta_mode)
+    info = state.run(np.asarray(rho, dtype=np.float64), tol=tol, max_iter=max_iter,
+                     away_steps=away_steps, correction=correction, **kwargs)
+    return state, info
+
+
+def trw_barrier_fw(mrf, map_oracle="auto", rho0="matrix_tree", n_rho_iter=10, tol=0.5,
+                   delta_init=1e-3, delta_mode="adaptive", away_steps=False, correction=True,
+                   correction_freq=1, correction_tol=0.5, correction_max_iter=100,
+                   local_search=False, local_search_max_iter=30, max_iter=1000,
+                   max_map_calls=10000, callback=None):
+    """TRW-Barrier-FW (spec 004 Algorithm 2): FW over rho in the spanning-tree polytope around
+    the (contracted, corrected) FW over the marginal polytope.
+
+    After each inner solve the rho vertex is the maximum-weight spanning tree on the edge mutual
+    informations (``-I`` is the gradient of the TRW optimum in rho) and
+    ``rho <- rho + 2/(i+3) (rho_v - rho)`` (erratum 1); the iterate is then corrected over the
+    visited vertices under the new rho. The bound for a rho is ``TRW(x) + g(x)`` with the full
+    polytope gap, certified when the oracle is exact.
+
+    Returns
+    -------
+    result : dict
+        ``state`` (TRWFrankWolfe), ``rho``, ``bounds`` (certified bound per rho iteration, None
+        if not certified), ``log_partition_upper`` (smallest certified bound or None), ``trw``,
+        ``gap``, ``rho_gaps``.
+    """
+    _check_common(n_rho_iter, tol, correction_freq)
+    state = TRWFrankWolfe(mrf, map_oracle, delta_init, delta_mode)
+    rho = initial_rho(mrf, rho0)
+    bounds, rho_gaps = [], []
+    info = None
+    n_outer = n_rho_iter + 1 if mrf.n_edges else 1
+    for i in range(n_outer):
+        if i > 0 and correction:
+            state.correct(entropy_coefficients(mrf, rho), correction_tol, correction_max_iter)
+        info = state.run(rho, tol=tol, max_iter=max_iter, away_steps=away_steps,
+                         correction=correction, correction_freq=correction_freq,
+                         correction_tol=correction_tol, correction_max_iter=correction_max_iter,
+                         local_search=local_search, local_search_max_iter=local_search_max_iter,
+                         max_map_calls=max_map_calls, rho_iter=i)
+        bounds.append(info["bound"])
+        if callback is not None:
+            callback(i, state, rho, info)
+        if i == n_outer - 1 or state.n_map_calls >= max_map_calls:
+            break
+        mi = edge_mutual_information(mrf, state.x)
+        vert = max_weight_spanning_tree(mrf.n_nodes, mrf.edges, mi)
+        rho_gaps.append(float(mi @ (vert - rho)))
+        rho = rho + 2.0 / (i + 3.0) * (vert - rho)
+    certified = [b for b in bounds if b is not None]
+    return {"state": state, "rho": rho, "bounds": bounds,
+            "log_partition_upper": min(certified) if certified else None,
+            "trw": trw_objective(mrf, state.x, rho), "gap": info["gap"], "rho_gaps": rho_gaps}
+
+
+def trw_local_polytope(mrf, rho0="matrix_tree", n_rho_iter=0, damping=0.5, tol=1e-8,
+                       max_iter=2000):
+    """TRW over the local polytope by tree-reweighted belief propagation (the baseline of the
+    paper, "TRBP"), optionally with the same FW loop over rho.
+
+    Returns
+    -------
+    result : dict
+        ``marginals`` (flat pseudo-marginals), ``trw`` (TRW at them: the local-polytope bound at
+        a fixed point), ``rho``, ``converged`` (every TRBP run reached ``tol``), ``n_iter``.
+    """
+    if not 0 <= damping < 1:
+        raise ValueError(f"damping must be in [0, 1), got {damping!r}.")
+    _check_common(n_rho_iter, 1.0, 1)
+    rho = initial_rho(mrf, rho0)
+    S = int(mrf.n_states.max())
+    logm = np.zeros((2 * mrf.n_edges, S))
+    mu = np.empty(mrf.dim)
+    converged, n_iter = True, 0
+    n_outer = n_rho_iter + 1 if mrf.n_edges else 1
+    for i in range(n_outer):
+        rho_safe = np.maximum(rho, 1e-12)
+        it, change = K.trbp(mrf.theta, rho_safe, mrf.node_offsets, mrf.edges, mrf.edge_offsets,
+                            mrf.n_states, mrf._inc_ptr, mrf._inc_edge, mrf._inc_other,
+                            mrf._inc_first, logm, damping, tol, max_iter, mu)
+        n_iter += it
+        converged &= bool(change < tol)
+        if i == n_outer - 1:
+            break
+        mi = edge_mutual_information(mrf, mu)
+        vert = max_weight_spanning_tree(mrf.n_nodes, mrf.edges, mi)
+        rho = rho + 2.0 / (i + 3.0) * (vert - rho)
+    return {"marginals": mu.copy(), "trw": trw_objective(mrf, mu, rho), "rho": rho,
+            "converged": converged, "n_iter": n_iter}
