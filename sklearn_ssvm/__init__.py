@@ -1,5 +1,5 @@
 """sklearn_ssvm: structured SVMs with numba oracles and a scikit-learn API."""
-from .estimators import BCFWStructuredSVM, SmoothSSVMClassifier
+from .estimators import BCFWStructuredSVM, PragamSVC, SmoothSSVMClassifier
 from .path import (GridSearchPath, PathCV, RegularizationPath, cross_validate_path,
                    grid_search_path, regularization_path)
 from .structures import BinarySVM, CandidateSet, ChainCRF, MulticlassSVM, MultiLabel
@@ -7,5 +7,6 @@ from .structures import BinarySVM, CandidateSet, ChainCRF, MulticlassSVM, MultiL
 __version__ = "0.1.0.dev0"
 
 __all__ = ["BCFWStructuredSVM", "BinarySVM", "CandidateSet", "ChainCRF", "GridSearchPath",
-           "MultiLabel", "MulticlassSVM", "PathCV", "RegularizationPath", "SmoothSSVMClassifier",
-           "cross_validate_path", "grid_search_path", "regularization_path"]
+           "MultiLabel", "MulticlassSVM", "PathCV", "PragamSVC", "RegularizationPath",
+           "SmoothSSVMClassifier", "cross_validate_path", "grid_search_path",
+           "regularization_path"]

@@ -1,0 +1,187 @@
+"""Binary linear SVM with a duality-gap certificate: PRAGAM (spec 003) or AGM (spec 001)."""
+import importlib
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from ..solvers.pragam import pragam
+
+
+class PragamSVC(LinearClassifierMixin, BaseEstimator):
+    """Linear SVM trained to a certified duality gap by PRAGAM (Saha, Zhang & Vishwanathan).
+
+    Minimises, with ``lambda = alpha`` and labels mapped to ``y_i = +-1``,
+
+    ``J(w) = alpha/2 ||w||^2 + min_b (1/n) sum_i [1 - y_i (<x_i, w> + b)]_+``
+
+    (spec 003 eq. (20); ``b = 0`` unless ``fit_intercept``; the bias is not regularised). This is
+    scikit-learn's ``SVC(kernel="linear", C=1/(alpha n))`` with an intercept and
+    ``LinearSVC(loss="hinge", C=1/(alpha n), fit_intercept=False)`` without one, up to the factor
+    ``alpha n`` on the objective: ``J(w) = alpha n [1/2 ||w||^2 + C sum_i hinge_i]``. (LinearSVC
+    with ``fit_intercept=True`` regularises the bias, a different problem.)
+
+    The default solver is PRAGAM (spec 003 Algorithm 1), Nesterov's excessive-gap method on the
+    primal-dual pair (eq. (20)-(22)): ``O(1/sqrt(eps))`` iterations of two or three products
+    with ``X``, each certified by the exact duality gap ``J(w_k) - D(a_k) >= J(w_k) - min J``.
+    More than two classes are trained one-vs-rest.
+
+    Parameters
+    ----------
+    alpha : float, default=1e-4
+        Regularisation ``lambda > 0`` (the ``alpha`` of the package's structured estimators).
+    fit_intercept : bool, default=True
+        Fit an unregularised bias (Pragam-b); its optimum for the final ``w`` is exact
+        (spec 003 §2.6).
+    solver : {"pragam", "agm-primal", "agm-dual"}, default="pragam"
+        ``"agm-*"``: the accelerated gradient methods of spec 001 in the primal (smoothed hinge)
+        or the dual, from :mod:`sklearn_ssvm.solvers.agm`.
+    loss : {"hinge", "f1"}, default="hinge"
+        ``"f1"`` (the multivariate F1-score loss of spec 001) needs an ``"agm-*"`` solver.
+    tol : float, default=1e-6
+        Stop when the duality gap is at most ``tol``: absolute, on the scale of ``J`` (at
+        ``w = 0``, ``J = 1``).
+    max_iter : int, default=100_000
+        Iterations of the solver per binary problem.
+    verbose : int, default=0
+    warm_start : bool, default=False
+        Start PRAGAM from the previous fit's dual points (as ``a_{-1}`` and prox-center) when the
+        classes and the number of samples are unchanged.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        One row for two classes (``classes_[1]`` is the positive class), else one per class.
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+        Zeros when ``fit_intercept=False``.
+    duality_gap_ : float or ndarray of shape (n_classes,)
+        Certified gap ``J(w) - D(a)`` of each binary problem at the returned ``w``.
+    objective_ : float or ndarray of shape (n_classes,)
+        ``J(w)`` of each binary problem.
+    n_iter_ : int
+        Largest iteration count over the binary problems.
+    history_ : dict, or list of dicts (one per class)
+        The solver's per-iteration record (for PRAGAM: arrays ``k``, ``primal``, ``dual``,
+        ``gap``, ``bound`` of spec 003 eq. (26), ``wall``, ``cpu``; see
+        :class:`~sklearn_ssvm.solvers.pragam.PragamResult`).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` has string column names.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_ssvm.estimators.pragam import PragamSVC
+    >>> X, y = make_classification(random_state=0)
+    >>> clf = PragamSVC(alpha=1e-2).fit(X, y)
+    >>> bool(clf.duality_gap_ <= 1e-6)
+    True
+    """
+
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "solver": [StrOptions({"pragam", "agm-primal", "agm-dual"})],
+        "loss": [StrOptions({"hinge", "f1"})],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+    }
+
+    def __init__(self, alpha=1e-4, fit_intercept=True, solver="pragam", loss="hinge", tol=1e-6,
+                 max_iter=100_000, verbose=0, warm_start=False):
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.loss = loss
+        self.tol = tol
+        self.max_iter = max_iter
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the SVM (one-vs-rest for more than two classes).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        previous = dict(self.__dict__)
+        try:  # validate_data sets n_features_in_ at once: restore it if anything fails
+            return self._fit(X, y)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(previous)
+            raise
+
+    def _fit(self, X, y):
+        solve = self._solver()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(f"{type(self).__name__} needs samples of at least two classes; got "
+                             f"one class ({classes[0]!r}).")
+        positives = classes[1:] if classes.size == 2 else classes
+        warm = (self.warm_start and self.solver == "pragam"
+                and getattr(self, "_duals", None) is not None
+                and np.array_equal(getattr(self, "classes_", None), classes)
+                and self._duals.shape[1] == X.shape[0])
+        results = [solve(X, np.where(y == c, 1.0, -1.0), self._duals[j] if warm else None)
+                   for j, c in enumerate(positives)]
+        gaps = np.array([r.gap for r in results])
+        if np.any(~(gaps <= self.tol)):
+            warnings.warn(f"{self.solver} did not reach the duality gap tol={self.tol} in "
+                          f"max_iter={self.max_iter} iterations (largest gap {np.max(gaps):.3g});"
+                          " increase max_iter.", ConvergenceWarning)
+        binary = classes.size == 2
+        self.classes_ = classes
+        self.coef_ = np.vstack([r.coef for r in results])
+        self.intercept_ = np.array([float(r.intercept) for r in results])
+        self.duality_gap_ = float(gaps[0]) if binary else gaps
+        objectives = np.array([getattr(r, "primal", np.nan) for r in results])
+        self.objective_ = float(objectives[0]) if binary else objectives
+        self.n_iter_ = int(max(r.n_iter for r in results))
+        self.history_ = results[0].history if binary else [r.history for r in results]
+        duals = [getattr(r, "dual_coef", None) for r in results]
+        self._duals = None if any(a is None for a in duals) else np.vstack(duals)
+        return self
+
+    def _solver(self):
+        """``solve(X, y_pm1, init) -> result`` for the chosen solver and loss."""
+        if self.solver == "pragam":
+            if self.loss != "hinge":
+                raise ValueError(f"loss={self.loss!r} needs solver='agm-primal' or 'agm-dual'; "
+                                 "PRAGAM solves the hinge loss only.")
+            return lambda X, y, init: pragam(
+                X, y, self.alpha, fit_intercept=self.fit_intercept, tol=self.tol,
+                max_iter=self.max_iter, verbose=self.verbose, init=init)
+        try:
+            agm = importlib.import_module("sklearn_ssvm.solvers.agm").agm
+        except (ImportError, AttributeError) as exc:
+            raise NotImplementedError(f"solver={self.solver!r} needs sklearn_ssvm.solvers.agm, "
+                                      "which is not available in this installation.") from exc
+        formulation = self.solver.split("-", 1)[1]
+        return lambda X, y, init: agm(
+            X, y, self.alpha, formulation=formulation, loss=self.loss,
+            fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
+            verbose=self.verbose)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

@@ -1,0 +1,195 @@
+"""PRAGAM: Nesterov's excessive-gap method for the binary linear SVM (spec 003 §2.4, Alg. 1).
+
+Problem (spec 003 eq. (20)), with ``lambda = alpha`` and labels ``y_i = +-1``::
+
+    J(w) = lambda/2 ||w||^2 + min_b (1/n) sum_i [1 - y_i (<x_i, w> + b)]_+      (with bias)
+    D(a) = sum_i a_i - 1/(2 lambda) ||X^T (y * a)||^2,   a in Q2                 (eq. (21))
+
+with ``Q2 = [0, 1/n]^n`` without bias and ``Q2 = {a in [0, 1/n]^n : <y, a> = 0}`` with bias
+(eq. (22)). ``J(w) - D(a) >= 0`` for every pair (weak duality), and Algorithm 1 drives it to 0
+at the rate ``4 L D2 / ((k+1)(k+2))`` of eq. (26) (``L = sigma_max(X)^2 / lambda``,
+``D2 = 1/(2n)``).
+
+A pure function of arrays (dense or scipy CSR): no scikit-learn estimator here. Products with
+``X`` go through numpy / scipy.sparse (BLAS for dense, compiled CSR kernels for sparse); the
+projection onto ``Q2`` is the ``O(n)`` kernel of ``_kernels/projection.py``.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._kernels.pragam import (DUAL, GAP, N_HIST, PRIMAL, hinge_objective, min_bias_interval,
+                               pragam_chunk, pragam_start, project_q2_into)
+from ._common import Clock
+
+#: factor on the power-iteration estimate of sigma_max(X)^2: the Rayleigh quotient approaches
+#: it from below, and an underestimated L voids the bound of eq. (26) (spec 003 §2.4)
+LIPSCHITZ_SAFETY = 1.01
+
+#: most iterations per call of the compiled loop (the verbose report and time-stamp interval)
+MAX_CHUNK = 256
+
+
+def sigma_max_sq(X, *, tol=1e-9, max_iter=300, seed=0):
+    """Largest eigenvalue of ``X^T X`` (``sigma_max(X)^2``) by power iteration.
+
+    Returns the last Rayleigh quotient ``||X v||^2`` (``||v|| = 1``), a lower bound that is
+    accurate once its relative change per step falls below ``tol``.
+    """
+    v = np.random.default_rng(seed).standard_normal(X.shape[1])
+    v /= np.linalg.norm(v)
+    rho = 0.0
+    for _ in range(max_iter):
+        xv = X @ v
+        new = float(xv @ xv)
+        v = X.T @ xv
+        norm = np.linalg.norm(v)
+        if norm == 0.0:
+            return new
+        v /= norm
+        if abs(new - rho) <= tol * new:
+            return new
+        rho = new
+    return rho
+
+
+def frobenius_sq(X):
+    """``||X||_F^2``, an upper bound on ``sigma_max(X)^2``."""
+    data = X.data if hasattr(X, "tocsr") else X
+    return float(np.vdot(data, data))
+
+
+def lipschitz_constant(X, alpha):
+    """``L >= sigma_max(X)^2 / lambda``, the Lipschitz constant of ``grad D`` (spec 003 §2.4)."""
+    return min(LIPSCHITZ_SAFETY * sigma_max_sq(X), frobenius_sq(X)) / alpha
+
+
+def min_bias(margins, y):
+    """Exact ``argmin_b (1/n) sum_i [1 - y_i (margins_i + b)]_+`` (spec 003 §2.6).
+
+    The midpoint of the flat segment of minimisers (:func:`min_bias_interval`); ``y`` in
+    ``{-1, +1}`` with both signs.
+    """
+    margins = np.ascontiguousarray(margins, dtype=np.float64)
+    low, high = min_bias_interval(margins, np.ascontiguousarray(y, dtype=np.float64),
+                                  np.empty_like(margins))
+    return 0.5 * (low + high)
+
+
+def primal_objective(X, y, coef, alpha, fit_intercept):
+    """``J(w)`` of spec 003 eq. (20) and its optimal bias (0 without intercept)."""
+    margins = np.ascontiguousarray(X @ coef, dtype=np.float64)
+    return hinge_objective(margins, np.ascontiguousarray(y, dtype=np.float64),
+                           float(coef @ coef), alpha, fit_intercept, np.empty_like(margins))
+
+
+@dataclass
+class PragamResult:
+    """What :func:`pragam` returns.
+
+    ``history`` maps names to arrays with one entry per iteration ``k = 0, 1, ..., n_iter``:
+    ``k``, ``primal`` ``J(w_k)``, ``dual`` ``D(a_k)`` and ``gap`` (NaN on iterations where the
+    dual was not evaluated), ``bound`` ``4 L D2/((k+1)(k+2))`` of eq. (26) and ``wall``/``cpu``
+    seconds since the start (interpolated within each call of the compiled loop).
+    """
+
+    coef: np.ndarray
+    intercept: float
+    dual_coef: np.ndarray
+    primal: float
+    dual: float
+    gap: float
+    n_iter: int
+    converged: bool
+    lipschitz: float
+    history: dict
+
+
+def pragam(X, y, alpha, *, fit_intercept=False, tol=1e-6, max_iter=1000, verbose=0, init=None,
+           lipschitz=None, gap_every=1):
+    """Train a binary linear SVM by PRAGAM (spec 003 Algorithm 1).
+
+    Minimises ``alpha/2 ||w||^2 + min_b (1/n) sum_i hinge`` (eq. (20); no ``b`` unless
+    ``fit_intercept``) through the excessive-gap pair ``(w_k, a_k)``, stopping when the exact
+    duality gap ``J(w_k) - D(a_k)`` is at most ``tol``.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse CSR matrix of shape (n_samples, n_features), float64
+    y : ndarray of shape (n_samples,)
+        Labels in ``{-1, +1}``; both must occur when ``fit_intercept``.
+    alpha : float
+        Regularisation ``lambda > 0``.
+    fit_intercept : bool
+        Solve with an unregularised bias (Pragam-b, ``Q2`` with ``<y, a> = 0``).
+    tol : float
+        Absolute duality gap at which to stop.
+    max_iter : int
+        Iterations of Algorithm 1's loop.
+    verbose : int
+        When positive, print the objective and gap after each call of the compiled loop (every
+        ``MAX_CHUNK`` iterations once warmed up).
+    init : ndarray of shape (n_samples,) or None
+        Dual warm start, projected onto ``Q2``. It becomes both ``a_{-1}`` and the prox-center
+        of ``d2(a) = 1/2 ||a - init||^2``, so the excessive-gap invariant and the bound of
+        eq. (26) still hold (``max_{Q2} d2 <= 1/(2n)`` for any center in the box); None is the
+        prox-center 0 (spec 003 §2.4, erratum 5).
+    lipschitz : float or None
+        ``L``; None uses power iteration (:func:`lipschitz_constant`).
+    gap_every : int
+        Evaluate the dual (one extra product with ``X^T``) every ``gap_every`` iterations; the
+        primal ``J(w_k)`` is evaluated every iteration at ``O(n)`` cost.
+
+    Returns
+    -------
+    PragamResult
+    """
+    n, d = X.shape
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    clock = Clock()
+    L = lipschitz_constant(X, alpha) if lipschitz is None else float(lipschitz)
+    arrays = _kernel_arrays(X)
+    if init is None:
+        center = np.zeros(n)
+    else:  # project the warm start onto Q2
+        center = np.empty(n)
+        project_q2_into(np.ascontiguousarray(init, dtype=np.float64), y, 1.0 / n, fit_intercept,
+                        center, np.empty(n), np.empty(n), np.empty(n))
+    w, u, a = np.empty(d), np.empty(n), np.empty(n)
+    pragam_start(*arrays, y, alpha, L, center, fit_intercept, w, u, a)
+    rows, walls, cpus = [], [], []
+    k, chunk, status = 0, 1, 0
+    while status == 0:
+        # chunks grow geometrically: fine time stamps early, little Python overhead later
+        k1 = min(k + chunk - 1, max_iter)
+        hist = np.empty((k1 - k + 1, N_HIST))
+        wall0, cpu0 = clock.wall(), clock.cpu()
+        last, status, intercept = pragam_chunk(*arrays, y, alpha, L, center, fit_intercept, tol,
+                                               k, k1, max_iter, gap_every, w, u, a, hist)
+        span = last - k + 1
+        frac = np.arange(1, span + 1) / span  # time stamps interpolated within the chunk
+        walls.append(wall0 + frac * (clock.wall() - wall0))
+        cpus.append(cpu0 + frac * (clock.cpu() - cpu0))
+        rows.append(hist[:span])
+        if verbose:
+            print(f"pragam k={last} primal={hist[span - 1, PRIMAL]:.10g} "
+                  f"gap={hist[span - 1, GAP]:.3e}")
+        k, chunk = last + 1, min(2 * chunk, MAX_CHUNK)
+    table = np.vstack(rows)
+    iters = np.arange(last + 1)
+    # eq. (26) with D2 = max_{Q2} d2 = 1/(2n) and sigma2 = 1
+    history = dict(k=iters, primal=table[:, PRIMAL], dual=table[:, DUAL], gap=table[:, GAP],
+                   bound=2.0 * L / (n * (iters + 1.0) * (iters + 2.0)),
+                   wall=np.concatenate(walls), cpu=np.concatenate(cpus))
+    return PragamResult(coef=w, intercept=intercept, dual_coef=a, primal=table[-1, PRIMAL],
+                        dual=table[-1, DUAL], gap=table[-1, GAP], n_iter=last,
+                        converged=status == 1, lipschitz=L, history=history)
+
+
+def _kernel_arrays(X):
+    """``(dense, indptr, indices, data)`` as the kernels of ``_kernels/pragam.py`` take them."""
+    if hasattr(X, "tocsr"):
+        X = X.tocsr()
+        return (np.zeros((0, 0)), X.indptr, X.indices, np.asarray(X.data, dtype=np.float64))
+    empty = np.zeros(0, dtype=np.int32)
+    return np.ascontiguousarray(X, dtype=np.float64), empty, empty, np.zeros(0)

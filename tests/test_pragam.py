@@ -1,0 +1,244 @@
+"""PRAGAM (spec 003): the box-hyperplane projection, the exact bias, the solver, PragamSVC."""
+import importlib.util
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import SVC, LinearSVC
+from sklearn.utils.estimator_checks import check_estimator
+
+from sklearn_ssvm._kernels.pragam import kth_smallest
+from sklearn_ssvm._kernels.projection import project_box_eq_into, project_svm_into
+from sklearn_ssvm._kernels.simplex import project_simplex
+from sklearn_ssvm.estimators.pragam import PragamSVC
+from sklearn_ssvm.solvers.pragam import min_bias, pragam, primal_objective, sigma_max_sq
+
+SORTED, SELECT = 0, 1
+
+
+def project(m, d, lo, hi, sigma, z, method):
+    n = m.shape[0]
+    out = np.empty(n)
+    scratch = [np.empty(n) for _ in range(3)]
+    nu = project_box_eq_into(m, d, lo, hi, sigma, z, out, *scratch, np.empty(2 * n), method)
+    return out, nu
+
+
+@st.composite
+def box_eq_instances(draw):
+    """Random feasible instances; rounding ``m`` to a coarse grid makes many kinks coincide."""
+    n = draw(st.integers(1, 40))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    m = rng.normal(size=n)
+    if draw(st.booleans()):
+        m = np.round(m, 1)
+    d = rng.uniform(0.2, 3.0, n) if draw(st.booleans()) else np.ones(n)
+    lo = np.round(-rng.uniform(0, 1, n), 1) if draw(st.booleans()) else np.zeros(n)
+    hi = lo + (0.5 if draw(st.booleans()) else np.round(rng.uniform(0.1, 1, n), 1))
+    sigma = rng.choice(draw(st.sampled_from([(-1.0, 1.0), (1.0,), (-2.0, 0.0, 0.5, 1.0)])), n)
+    z = float(sigma @ rng.uniform(lo, hi))  # a feasible offset
+    if draw(st.booleans()):  # offset at an extreme: the solution sits on the box's corner
+        z = float(np.sum(np.where(sigma > 0, sigma * hi, sigma * lo)))
+    return m, d, lo, hi, sigma, z
+
+
+@settings(max_examples=300, deadline=None)
+@given(box_eq_instances())
+def test_projection_kkt_and_agreement(instance):
+    m, d, lo, hi, sigma, z = instance
+    ref, nu_ref = project(m, d, lo, hi, sigma, z, SORTED)
+    fast, nu = project(m, d, lo, hi, sigma, z, SELECT)
+    np.testing.assert_allclose(fast, ref, atol=1e-12)
+    scale = 1.0 + np.abs(z) + np.abs(sigma) @ np.maximum(np.abs(lo), np.abs(hi))
+    for a, mult in ((ref, nu_ref), (fast, nu)):
+        assert np.all(a >= lo) and np.all(a <= hi)
+        assert abs(sigma @ a - z) <= 1e-12 * scale
+        # KKT: the gradient d(a - m) - nu sigma is >= 0 at lo, <= 0 at hi, 0 strictly inside
+        grad = d * (a - m) - mult * sigma
+        at_lo, at_hi = a == lo, a == hi
+        inside = ~at_lo & ~at_hi
+        assert np.all(grad[at_lo & ~at_hi] >= -1e-10)
+        assert np.all(grad[at_hi & ~at_lo] <= 1e-10)
+        np.testing.assert_allclose(grad[inside], 0.0, atol=1e-10)
+
+
+@pytest.mark.parametrize("method", [SORTED, SELECT])
+def test_projection_reproduces_the_simplex(method):
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 7, 50):
+        v = rng.normal(size=n) * 3
+        v[: n // 2] = v[0]  # duplicates
+        out, _ = project(v, np.ones(n), np.zeros(n), np.full(n, np.inf), np.ones(n), 1.0, method)
+        np.testing.assert_allclose(out, project_simplex(v), atol=1e-14)
+
+
+@pytest.mark.parametrize("method", [SORTED, SELECT])
+def test_projection_rejects_an_infeasible_hyperplane(method):
+    n = 4
+    with pytest.raises(ValueError, match="infeasible"):
+        project(np.zeros(n), np.ones(n), np.zeros(n), np.ones(n), np.ones(n), 5.0, method)
+
+
+def test_svm_projection_equals_the_general_one_on_many_duplicates():
+    rng = np.random.default_rng(1)
+    n = 2000
+    m = np.round(rng.normal(size=n) / n, 6)
+    m[::3] = 0.0
+    y = rng.choice([-1.0, 1.0], n)
+    out = np.empty(n)
+    project_svm_into(m, y, 1.0 / n, out, np.empty(n), np.empty(n), np.empty(n))
+    ref, _ = project(m, np.ones(n), np.zeros(n), np.full(n, 1.0 / n), y, 0.0, SORTED)
+    np.testing.assert_allclose(out, ref, atol=1e-15)
+    assert abs(y @ out) < 1e-15
+
+
+def test_kth_smallest_with_duplicates():
+    rng = np.random.default_rng(2)
+    for n in (1, 2, 5, 100):
+        x = rng.integers(0, 4, n).astype(float)
+        for k in range(n):
+            buf = x.copy()
+            assert kth_smallest(buf, n, k) == np.sort(x)[k]
+            assert buf[k + 1:].min(initial=np.inf) >= np.sort(x)[k]
+
+
+def test_min_bias_beats_every_kink():
+    rng = np.random.default_rng(3)
+    for n in (2, 3, 10, 101):
+        margins = np.round(rng.normal(size=n), 1)
+        y = rng.choice([-1.0, 1.0], n)
+        y[:2] = [-1.0, 1.0]
+        risk = lambda b: np.maximum(1 - y * (margins + b), 0).mean()  # noqa: E731
+        b = min_bias(margins, y)
+        best = min(risk(k) for k in y - margins)  # a convex piecewise-linear min is at a kink
+        assert risk(b) <= best + 1e-14
+        assert all(risk(b) <= risk(t) + 1e-14 for t in rng.normal(size=20))
+
+
+def problem(n=60, d=20, sparse=False, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    if sparse:
+        X[rng.random((n, d)) < 0.7] = 0.0
+        X = sp.csr_matrix(X)
+    y = np.sign(X @ rng.normal(size=d) + 0.5 * rng.normal(size=n) + 0.3)
+    return X, y
+
+
+def test_sigma_max_sq():
+    X, _ = problem(sparse=True)
+    assert np.isclose(sigma_max_sq(X), np.linalg.norm(X.toarray(), 2) ** 2, rtol=1e-8)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("alpha", [1e-1, 1e-3])
+def test_gap_is_certified_and_within_the_bound_every_iteration(sparse, fit_intercept, alpha):
+    X, y = problem(sparse=sparse)
+    res = pragam(X, y, alpha, fit_intercept=fit_intercept, tol=0.0, max_iter=400)
+    h = res.history
+    assert h["gap"].shape == (401,) and res.n_iter == 400
+    assert np.all(h["gap"] >= -1e-10)  # weak duality
+    assert np.all(h["gap"] <= h["bound"])  # spec 003 eq. (26)
+    a = res.dual_coef
+    assert np.all(a >= 0) and np.all(a <= 1.0 / X.shape[0])
+    if fit_intercept:
+        assert abs(y @ a) <= 1e-12
+    J, b = primal_objective(X, y, res.coef, alpha, fit_intercept)
+    assert np.isclose(J, res.primal, rtol=1e-10) and np.isclose(b, res.intercept, atol=1e-10)
+
+
+def test_no_bias_objective_matches_liblinear():
+    X, y = problem(n=80, d=10)
+    n, alpha = X.shape[0], 1e-2
+    res = pragam(X, y, alpha, fit_intercept=False, tol=1e-9, max_iter=200_000)
+    assert res.converged
+    svc = LinearSVC(loss="hinge", C=1.0 / (alpha * n), fit_intercept=False, tol=1e-12,
+                    max_iter=1_000_000, random_state=0).fit(X, y)
+    J_svc, _ = primal_objective(X, y, svc.coef_.ravel(), alpha, False)
+    assert abs(res.primal - J_svc) <= 1e-6 * J_svc
+    assert res.dual <= J_svc + 1e-12  # weak duality across solvers
+
+
+def test_bias_objective_matches_libsvm():
+    """SVC(kernel="linear", C = 1/(alpha n)) solves eq. (20) with an unregularised bias."""
+    X, y = problem(n=80, d=10, seed=4)
+    n, alpha = X.shape[0], 1e-2
+    res = pragam(X, y, alpha, fit_intercept=True, tol=1e-9, max_iter=200_000)
+    assert res.converged
+    svc = SVC(kernel="linear", C=1.0 / (alpha * n), tol=1e-10).fit(X, y)
+    J_svc, b_exact = primal_objective(X, y, svc.coef_.ravel(), alpha, True)
+    assert abs(res.primal - J_svc) <= 1e-6 * J_svc
+    assert res.dual <= J_svc + 1e-12
+    assert abs(res.intercept - b_exact) <= 1e-3
+
+
+def test_warm_start_from_the_previous_dual():
+    X, y = problem(n=100, d=10, seed=5)
+    cold = pragam(X, y, 1e-2, fit_intercept=True, tol=1e-7, max_iter=100_000)
+    warm = pragam(X, y, 1e-2, fit_intercept=True, tol=1e-7, max_iter=100_000,
+                  init=cold.dual_coef)
+    assert warm.converged and warm.n_iter < cold.n_iter / 2
+    assert np.all(warm.history["gap"] <= warm.history["bound"])
+
+
+def test_check_estimator():
+    check_estimator(PragamSVC())
+
+
+def test_estimator_binary_and_one_vs_rest():
+    X, y = problem(n=90, d=6, seed=6)
+    labels = np.where(y > 0, "yes", "no")
+    clf = PragamSVC(alpha=1e-2).fit(sp.csr_matrix(X), labels)
+    assert clf.coef_.shape == (1, 6) and clf.intercept_.shape == (1,)
+    assert list(clf.classes_) == ["no", "yes"]
+    assert 0.0 <= clf.duality_gap_ <= 1e-6
+    res = pragam(X, np.where(labels == "yes", 1.0, -1.0), 1e-2, fit_intercept=True, tol=1e-6,
+                 max_iter=100_000)
+    np.testing.assert_allclose(clf.coef_.ravel(), res.coef)
+    assert np.all(PragamSVC(alpha=1e-2, fit_intercept=False).fit(X, y).intercept_ == 0.0)
+    y3 = np.argmax(X[:, :3], axis=1)
+    multi = PragamSVC(alpha=1e-3).fit(X, y3)
+    assert multi.coef_.shape == (3, 6) and multi.duality_gap_.shape == (3,)
+    assert multi.decision_function(X).shape == (90, 3)
+    assert multi.score(X, y3) > 0.9
+
+
+def test_warm_start_estimator_needs_fewer_iterations():
+    X, y = problem(n=100, d=10, seed=7)
+    clf = PragamSVC(alpha=1e-2, warm_start=True).fit(X, y)
+    first = clf.n_iter_
+    clf.fit(X, y)
+    assert clf.n_iter_ < first / 2
+
+
+def test_errors_and_failed_fit_keeps_the_fitted_state():
+    X, y = problem(n=40, d=3)
+    clf = PragamSVC(alpha=1e-2).fit(X, y)
+    coef, n_features = clf.coef_.copy(), clf.n_features_in_
+    with pytest.raises(ValueError, match="one class"):
+        clf.fit(X[:, :2], np.ones(40))
+    with pytest.raises(ValueError, match="NaN"):
+        clf.fit(np.full((40, 2), np.nan), y)
+    with pytest.raises(ValueError):
+        clf.fit(X[:, :2], y[:10])
+    with pytest.raises(ValueError, match="solver='agm-primal'"):
+        PragamSVC(loss="f1").fit(X, y)
+    np.testing.assert_array_equal(clf.coef_, coef)
+    assert clf.n_features_in_ == n_features
+    assert clf.predict(X).shape == (40,)
+    with pytest.raises(ValueError, match="features"):
+        clf.decision_function(X[:, :2])
+    with pytest.warns(ConvergenceWarning):
+        PragamSVC(alpha=1e-4, max_iter=5).fit(X, y)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sklearn_ssvm.solvers.agm") is not None,
+                    reason="the AGM solvers are installed")
+def test_agm_solvers_need_their_module():
+    X, y = problem(n=20, d=3)
+    with pytest.raises(NotImplementedError, match="solvers.agm"):
+        PragamSVC(solver="agm-dual").fit(X, y)
