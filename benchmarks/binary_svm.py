@@ -8,8 +8,8 @@ Problem (spec 003 eq. (20) without bias, the paper's "Pragam" setting):
 (spec 003 Appendix D, "adult9") and ``lambda = 1e-5`` on a sparse synthetic problem
 (100,000 x 10,000, 20 non-zeros per row; ``--small``: 10,000 x 2,000).
 
-Solvers: PRAGAM (``solvers.pragam``), AGM (``solvers.agm``, when installed), qp-/ls-BMRM
-(``solvers.bmrm``, when installed), scikit-learn's ``LinearSVC`` (liblinear dual coordinate
+Solvers: PRAGAM (``solvers.pragam``), AGM (``solvers.agm``), qp-/ls-BMRM
+(``solvers.bmrm``), scikit-learn's ``LinearSVC`` (liblinear dual coordinate
 descent, hinge, ``C = 1/(lambda n)``, ``fit_intercept=False``) and ``SGDClassifier`` (hinge,
 ``alpha = lambda``: the same objective). Iterative solvers of this package run once with a CPU
 budget and report ``J(w_k)`` per iteration with CPU seconds since their start; liblinear and SGD
@@ -22,7 +22,6 @@ CPU seconds to each eps, ratio to liblinear's, the final test accuracy; the plot
 iterations against suboptimality (BMRM's 1/eps, PRAGAM's 1/sqrt(eps)).
 """
 import argparse
-import importlib
 import time
 from pathlib import Path
 
@@ -33,6 +32,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import SGDClassifier
 from sklearn.svm import LinearSVC
 
+from sklearn_ssvm.solvers.agm import agm
+from sklearn_ssvm.solvers.bmrm import bmrm_binary
 from sklearn_ssvm.solvers.pragam import pragam, primal_objective
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "binary"
@@ -108,10 +109,8 @@ def trace_pragam(X, y, lam, budget):
 
 def trace_bmrm(variant):
     def trace(X, y, lam, budget):
-        bmrm = importlib.import_module("sklearn_ssvm.solvers.bmrm").bmrm_binary
-
         def run(k):
-            return bmrm(X, y, lam, variant=variant, tol=0.0, max_iter=k)
+            return bmrm_binary(X, y, lam, variant=variant, tol=0.0, max_iter=k)
         res = run(probe_iterations(run, budget, probe=50 if variant == "ls" else 10,
                                    cap=None if variant == "ls" else 300))
         return dict(cpu=column(res.history, "cpu_time", "cpu"),
@@ -122,8 +121,6 @@ def trace_bmrm(variant):
 
 def trace_agm(formulation):
     def trace(X, y, lam, budget):
-        agm = importlib.import_module("sklearn_ssvm.solvers.agm").agm
-
         def run(k):
             return agm(X, y, lam, formulation=formulation, loss="hinge", fit_intercept=False,
                        tol=0.0, max_iter=k, verbose=0)

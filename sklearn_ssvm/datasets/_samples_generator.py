@@ -3,9 +3,10 @@
 import numbers
 
 import numpy as np
+from scipy.linalg import hadamard
 from sklearn.utils import check_random_state
 
-__all__ = ["make_chain_data"]
+__all__ = ["make_chain_data", "make_hadamard_bmrm"]
 
 
 def make_chain_data(
@@ -103,3 +104,58 @@ def make_chain_data(
         X.append(x)
         Y.append(y)
     return X, Y
+
+
+def make_hadamard_bmrm(n_features=16, variant="fixed"):
+    """Affine pieces of the worst-case risk for bundle methods (BMRM's Omega(1/eps) bound).
+
+    The risk is ``R(w) = max_k <pieces[k], w> + offsets[k]`` and the objective
+    ``J(w) = R(w) + (lambda/2) ||w||^2``, with ``J(0) = 0 = min J``. In the ``"fixed"``
+    variant (the reproducible instance of Saha, Zhang and Vishwanathan's lower bound, with the
+    erratum of their construction corrected) the pieces are the ``d`` orthonormal columns
+    ``h_1, ..., h_d`` of ``H_d / sqrt(d)`` (``H_d`` the Sylvester Hadamard matrix) followed by
+    the zero piece. BMRM started at ``w_0 = 0`` that picks, among the maximising pieces, the
+    first one in this order (a legal subgradient choice) takes ``h_t`` at iteration ``t`` and
+    then, for every ``t <= d``,
+
+        w_t = -(1 / (lambda t)) sum_{j <= t} h_j,   J_t(w_t) = -1 / (2 lambda t),
+        J(w_t) = 1 / (2 lambda t),
+
+    so it needs ``1 / (2 lambda eps)`` iterations to reach accuracy ``eps`` (while that is at
+    most ``d``). The ``"paper"`` variant is the construction as printed: the columns of
+    ``[[H, -H], [-H, H]] / sqrt(d)`` with ``H = H_{d/2}``, which come in antipodal pairs, so
+    BMRM stops after two iterations on it.
+
+    Parameters
+    ----------
+    n_features : int, default=16
+        ``d``, a power of 2 (at least 2).
+    variant : {"fixed", "paper"}, default="fixed"
+
+    Returns
+    -------
+    pieces : ndarray of shape (n_features + 1, n_features) or (n_features, n_features)
+        One affine piece per row (``"fixed"``: ``h_1 .. h_d`` then the zero piece).
+    offsets : ndarray of shape (n_pieces,)
+        All zero.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ssvm.datasets import make_hadamard_bmrm
+    >>> pieces, offsets = make_hadamard_bmrm(8)
+    >>> pieces.shape, bool(np.allclose(pieces[:8] @ pieces[:8].T, np.eye(8)))
+    ((9, 8), True)
+    """
+    if (isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral)
+            or n_features < 2 or n_features & (n_features - 1)):
+        raise ValueError("n_features must be a power of 2, at least 2, got %r" % (n_features,))
+    if variant == "fixed":
+        columns = hadamard(n_features) / np.sqrt(n_features)
+        pieces = np.vstack([columns.T, np.zeros(n_features)])
+    elif variant == "paper":
+        half = hadamard(n_features // 2)
+        pieces = (np.block([[half, -half], [-half, half]]) / np.sqrt(n_features)).T
+    else:
+        raise ValueError("variant must be 'fixed' or 'paper', got %r" % (variant,))
+    return pieces, np.zeros(pieces.shape[0])

@@ -1,5 +1,6 @@
 from .bcfw import BCFWStructuredSVM
+from .bmrm import BMRMStructuredSVM
 from .pragam import PragamSVC
 from .smooth import SmoothSSVMClassifier
 
-__all__ = ["BCFWStructuredSVM", "PragamSVC", "SmoothSSVMClassifier"]
+__all__ = ["BCFWStructuredSVM", "BMRMStructuredSVM", "PragamSVC", "SmoothSSVMClassifier"]

@@ -1,5 +1,4 @@
 """Binary linear SVM with a duality-gap certificate: PRAGAM (spec 003) or AGM (spec 001)."""
-import importlib
 import warnings
 from numbers import Integral, Real
 
@@ -11,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from ..solvers.agm import agm
 from ..solvers.pragam import pragam
 
 
@@ -170,11 +170,6 @@ class PragamSVC(LinearClassifierMixin, BaseEstimator):
             return lambda X, y, init: pragam(
                 X, y, self.alpha, fit_intercept=self.fit_intercept, tol=self.tol,
                 max_iter=self.max_iter, verbose=self.verbose, init=init)
-        try:
-            agm = importlib.import_module("sklearn_ssvm.solvers.agm").agm
-        except (ImportError, AttributeError) as exc:
-            raise NotImplementedError(f"solver={self.solver!r} needs sklearn_ssvm.solvers.agm, "
-                                      "which is not available in this installation.") from exc
         formulation = self.solver.split("-", 1)[1]
         return lambda X, y, init: agm(
             X, y, self.alpha, formulation=formulation, loss=self.loss,

@@ -1,0 +1,105 @@
+"""Structured SVM trained by a bundle method (BMRM; Teo et al. 2010, spec 003 §2.1-2.2)."""
+from sklearn.utils._param_validation import StrOptions
+
+from ..solvers.bmrm import bmrm
+from .base import StructuredEstimator
+
+
+class BMRMStructuredSVM(StructuredEstimator):
+    """Structured SVM trained by the bundle method for regularised risk minimisation (BMRM).
+
+    Minimises the primal of spec 002 eq. (1),
+
+        J(w) = alpha/2 ||w||^2 + (1/n) sum_i max_y [L(y_i, y) - <w, phi(x_i, y_i) - phi(x_i, y)>],
+
+    by replacing the empirical risk with a cutting-plane model built from one subgradient per
+    pass of the loss-augmented max oracle (spec 003 eq. (3)). The model's dual value is a lower
+    bound on ``min J``, so the BMRM gap (eq. (4)) certifies the returned weights; fitting stops
+    when it falls below ``tol``. BMRM needs ``O(1 / (alpha eps))`` passes in the worst case,
+    and this is tight (spec 003 §2.3, :func:`~sklearn_ssvm.datasets.make_hadamard_bmrm`).
+
+    Parameters
+    ----------
+    structure : StructuredModel
+        What is predicted: ``ChainCRF()``, ``BinarySVM()``, ``MulticlassSVM()``,
+        ``MultiLabel()``, ``CandidateSet()``. Cloned at fit; the fitted copy is ``structure_``.
+    alpha : float or None, default=None
+        Regularisation ``lambda`` of eq. (1); ``None`` means ``1 / n_samples``.
+    variant : {"qp", "ls"}, default="qp"
+        ``"qp"``: qp-bmrm, the model minimised exactly over every cut (a small QP over the
+        simplex each iteration; ``n_iter_ x n_params`` floats of memory). ``"ls"``: ls-bmrm,
+        an exact line search between the aggregated cut and the new one (spec 003 §2.2;
+        O(n_params) memory, slower convergence).
+    max_iter : int, default=1000
+        Maximum number of oracle passes over the data.
+    tol : float, default=1e-3
+        Stop when the BMRM gap (absolute, on the scale of eq. (1)) is below ``tol``.
+    verbose : int, default=0
+        Show a progress bar with the current gap.
+    warm_start : bool, default=False
+        Start from the previous fit's weights and bundle. The cuts lower-bound the empirical
+        risk whatever ``alpha``, so they stay valid after changing ``alpha`` or ``max_iter``;
+        the data must be the same.
+    n_jobs : int or None, default=None
+        Threads of the batched oracle (numba).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_params,)
+        ``w``, the best iterate (the one the gap certifies).
+    structure_ : StructuredModel
+    classes_ : ndarray
+    n_features_in_ : int
+    alpha_ : float
+        The regularisation used.
+    n_iter_ : int
+        Oracle passes made.
+    duality_gap_ : float
+        The BMRM gap ``J(coef_) - J_t(w_t) >= J(coef_) - min J``.
+    primal_objective_ : float
+        ``J(coef_)``.
+    lower_bound_ : float
+        The model's dual value ``J_t(w_t) <= min J``.
+    converged_ : bool
+        Whether ``duality_gap_ <= tol``.
+    history_ : list of dict
+        Per iteration ``t``: ``iter``, ``objective`` (``J`` at the point of the ``t``-th cut,
+        ``w_{t-1}``), ``lower_bound``, ``gap``, ``time``, ``cpu_time``.
+    bundle_ : tuple of ndarray
+        ``(cuts, offsets)`` of the model (ls-bmrm: the aggregated cut), for ``warm_start``.
+    """
+
+    _parameter_constraints = {
+        **StructuredEstimator._parameter_constraints,
+        "variant": [StrOptions({"qp", "ls"})],
+    }
+
+    def __init__(self, structure, alpha=None, variant="qp", max_iter=1000, tol=1e-3, verbose=0,
+                 warm_start=False, n_jobs=None):
+        self.structure = structure
+        self.alpha = alpha
+        self.variant = variant
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+
+    def _warm_startable(self):
+        return hasattr(self, "bundle_")
+
+    def _solve(self, problem, alpha, previous):
+        init = cuts = offsets = None
+        if previous is not None:
+            cuts, offsets = previous.bundle_
+            if cuts.shape[1] != problem.n_params:
+                raise ValueError("warm_start=True needs the same training data as the "
+                                 "previous fit.")
+            init = previous.coef_
+        result = bmrm(problem, alpha, variant=self.variant, tol=self.tol,
+                      max_iter=self.max_iter, init=init, cuts=cuts, offsets=offsets,
+                      n_jobs=self.n_jobs, verbose=self.verbose)
+        return dict(coef_=result.coef, n_iter_=result.n_iter, duality_gap_=result.gap,
+                    primal_objective_=result.primal, lower_bound_=result.lower_bound,
+                    converged_=result.converged, history_=result.history,
+                    bundle_=(result.cuts, result.offsets))

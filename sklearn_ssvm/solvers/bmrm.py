@@ -1,0 +1,330 @@
+"""Bundle methods for regularised risk minimisation: qp-bmrm and ls-bmrm (spec 003 §2.1-2.2).
+
+Both minimise ``J(w) = alpha/2 ||w||^2 + R_emp(w)`` by replacing the empirical risk with its
+cutting-plane model ``R_t^cp(w) = max_{i <= t} <a_i, w> + b_i`` (eq. (3)), one cut per call of
+the risk's subgradient oracle. The dual value of the model problem is a lower bound on
+``min J``, so the gap ``eps_t = min_{t' <= t} J(w_t') - J_t(w_t)`` (eq. (4)) certifies the best
+iterate. The solvers work with any oracle ``w -> (R_emp(w), a, b)``; :func:`bmrm` builds it from
+a structure's loss-augmented max oracle, :func:`bmrm_binary` from the binary hinge, and
+:func:`pieces_oracle` from explicit affine pieces (the lower-bound instance of spec 003 §2.3).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._kernels.bundle import simplex_qp
+from .._kernels.smoothed import NONE
+from ._common import Clock, numba_threads, progress_bar
+from .smooth import Smoothing, full_gradient
+
+VARIANTS = ("qp", "ls")
+
+
+@dataclass
+class BMRMResult:
+    """Outcome of a bundle method.
+
+    Attributes
+    ----------
+    coef : ndarray
+        The best iterate found, ``argmin_t J(w_t)``: the one the gap certifies.
+    primal : float
+        ``J(coef)``.
+    lower_bound : float
+        The last model dual value ``J_t(w_t) <= min J``.
+    gap : float
+        ``primal - lower_bound >= J(coef) - min J``.
+    n_iter : int
+        Oracle calls (one cut each).
+    converged : bool
+        Whether ``gap <= tol``.
+    history : list of dict
+        Per iteration ``t``: ``iter``, ``objective`` (``J(w_{t-1})``, where the cut was taken),
+        ``lower_bound`` (``J_t(w_t)``), ``gap`` (``eps_t``), ``time``, ``cpu_time``.
+    cuts, offsets : ndarray
+        The bundle (rows ``a_i`` and offsets ``b_i``; ls-bmrm keeps its aggregated cut only).
+        Every cut lower-bounds ``R_emp`` whatever ``alpha``, so a later run on the same data
+        can start from it.
+    """
+
+    coef: np.ndarray
+    primal: float
+    lower_bound: float
+    gap: float
+    n_iter: int
+    converged: bool
+    history: list
+    cuts: np.ndarray
+    offsets: np.ndarray
+
+
+class _QPModel:
+    """qp-bmrm's model: every cut, their Gram matrix, and the simplex QP (10) over them."""
+
+    def __init__(self, n_params, cuts, offsets, alpha):
+        capacity = max(16, 2 * cuts.shape[0])
+        self.A = np.zeros((capacity, n_params))
+        self.b = np.zeros(capacity)
+        self.K = np.zeros((capacity, capacity))
+        self.dual = np.zeros(capacity)
+        self.t = 0
+        self.alpha = alpha
+        for a, b in zip(cuts, offsets):
+            self._append(a, b)
+        if self.t:
+            self.dual[:self.t] = 1.0 / self.t
+
+    def _append(self, a, b):
+        t = self.t
+        if t == self.A.shape[0]:  # double the room
+            grow = self.A.shape[0]
+            self.A = np.vstack([self.A, np.zeros_like(self.A)])
+            self.b = np.concatenate([self.b, np.zeros(grow)])
+            self.dual = np.concatenate([self.dual, np.zeros(grow)])
+            K = np.zeros((2 * grow, 2 * grow))
+            K[:grow, :grow] = self.K
+            self.K = K
+        self.A[t] = a
+        self.b[t] = b
+        column = self.A[:t + 1] @ a
+        self.K[t, :t + 1] = column
+        self.K[:t + 1, t] = column
+        self.t = t + 1
+
+    def add(self, a, b, accuracy):
+        """Add a cut and re-solve the model to ``accuracy`` (on the scale of ``J``); returns
+        ``(w_t, J_t(w_t))``."""
+        self._append(a, b)
+        t = self.t
+        if t == 1:
+            self.dual[0] = 1.0
+        dual = self.dual[:t]
+        # warm start from the previous solution padded with 0 (spec 003 §2.1), so the lower
+        # bound never decreases
+        simplex_qp(self.K[:t, :t], self.b[:t], self.alpha, dual, np.empty(t),
+                   self.alpha * accuracy, 100 * t + 1000)
+        return self._solution()
+
+    def _solution(self):
+        t = self.t
+        v = self.dual[:t] @ self.A[:t]
+        offset = self.dual[:t] @ self.b[:t]
+        return -v / self.alpha, offset - v @ v / (2.0 * self.alpha)
+
+    def bundle(self):
+        return self.A[:self.t].copy(), self.b[:self.t].copy()
+
+
+class _LineSearchModel:
+    """ls-bmrm's model: the aggregated cut ``(v, beta)`` only, updated by the exact line search
+    of spec 003 §2.2 between it and the new cut (O(d) memory)."""
+
+    def __init__(self, n_params, cuts, offsets, alpha):
+        self.alpha = alpha
+        if cuts.shape[0]:  # a convex combination of valid cuts is a valid cut
+            self.v, self.beta = cuts.mean(axis=0), float(offsets.mean())
+        else:
+            self.v, self.beta = None, 0.0
+
+    def add(self, a, b, accuracy):
+        if self.v is None:
+            eta = 1.0
+            self.v = np.zeros_like(a)
+        else:
+            d = a - self.v
+            dd = d @ d
+            eta = 1.0 if dd == 0.0 else float(np.clip(
+                (self.alpha * (b - self.beta) - self.v @ d) / dd, 0.0, 1.0))
+        self.v = (1.0 - eta) * self.v + eta * a
+        self.beta = (1.0 - eta) * self.beta + eta * b
+        return -self.v / self.alpha, self.beta - self.v @ self.v / (2.0 * self.alpha)
+
+    def bundle(self):
+        return self.v[None].copy(), np.array([self.beta])
+
+
+def bundle_method(oracle, coef0, alpha, *, variant="qp", tol=1e-3, max_iter=1000, cuts=None,
+                  offsets=None, inner_tol=None, verbose=0, desc="BMRM"):
+    """BMRM (spec 003 §2.1, eq. (3), (4), (10)) for any risk oracle.
+
+    Parameters
+    ----------
+    oracle : callable
+        ``oracle(w) -> (R, a, b)``: the risk ``R = R_emp(w)``, a subgradient ``a`` and the
+        offset ``b = R - <w, a>`` of the cut at ``w`` (given separately so it can be computed
+        without cancellation, e.g. as a mean loss).
+    coef0 : ndarray of shape (n_params,)
+        ``w_0``, where the first cut is taken.
+    alpha : float
+        Regularisation ``lambda > 0``.
+    variant : {"qp", "ls"}
+        qp-bmrm (the model QP over all cuts, solved to high accuracy) or ls-bmrm (the line
+        search between the aggregated cut and the new one, spec 003 §2.2).
+    tol : float
+        Stop when ``eps_t = min_t' J(w_t') - J_t(w_t) <= tol``.
+    max_iter : int
+        Maximum number of oracle calls.
+    cuts, offsets : ndarray or None
+        A bundle from an earlier run on the same risk (``BMRMResult.cuts``, ``.offsets``).
+    inner_tol : float or None
+        Accuracy (on the scale of ``J``) to which qp-bmrm solves its model QP; None: 1% of the
+        current gap, at least ``tol / 1000``. The lower bound is valid at any accuracy.
+    verbose : int
+        Progress bar with the gap when > 0.
+    desc : str
+        Progress bar label.
+
+    Returns
+    -------
+    BMRMResult
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}.")
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha!r}.")
+    w = np.array(coef0, dtype=float)
+    n_params = w.shape[0]
+    cuts = np.zeros((0, n_params)) if cuts is None else np.asarray(cuts, dtype=float)
+    offsets = np.zeros(0) if offsets is None else np.asarray(offsets, dtype=float)
+    model = (_QPModel(n_params, cuts, offsets, alpha) if variant == "qp"
+             else _LineSearchModel(n_params, cuts, offsets, alpha))
+    clock = Clock()
+    history = []
+    best_w, best_J, lower, gap = w, np.inf, -np.inf, np.inf
+    converged = False
+    with progress_bar(max_iter, verbose, desc) as bar:
+        for t in range(1, max_iter + 1):
+            risk, a, b = oracle(w)
+            J = risk + 0.5 * alpha * w @ w
+            if J < best_J:
+                best_w, best_J = w, J
+            # the model QP is solved well below the current gap (and the target): its
+            # inaccuracy only loosens the bound, and early iterations need little
+            accuracy = inner_tol if inner_tol is not None else max(
+                1e-2 * (best_J - lower) if t > 1 else 0.0, 1e-3 * tol,
+                1e-13 * max(1.0, abs(best_J)))
+            w, lower = model.add(np.asarray(a, dtype=float), float(b), accuracy)
+            gap = best_J - lower
+            history.append(dict(iter=t, objective=J, lower_bound=lower, gap=gap,
+                                time=clock.wall(), cpu_time=clock.cpu()))
+            bar.set_postfix(gap=f"{gap:.2e}")
+            bar.update()
+            if gap <= tol:
+                converged = True
+                break
+    cuts, offsets = model.bundle()
+    return BMRMResult(coef=best_w.copy(), primal=best_J, lower_bound=lower, gap=gap, n_iter=t,
+                      converged=converged, history=history, cuts=cuts, offsets=offsets)
+
+
+def structured_oracle(problem):
+    """Risk oracle of the mean structured hinge of a packed problem.
+
+    One batched loss-augmented max-oracle pass at ``w`` gives the labelings ``y*_i``; the cut
+    is ``a = (1/n) sum_i [phi(x_i, y*_i) - phi(x_i, y_i)]``, built in label space, and
+    ``b = (1/n) sum_i L(y_i, y*_i)``.
+    """
+    hard_max = Smoothing(NONE, 1, 0.0)
+
+    def oracle(coef):
+        fg = full_gradient(problem, coef, hard_max)
+        return fg.value, fg.grad, fg.dual_loss
+
+    return oracle
+
+
+def bmrm(problem, alpha, *, variant="qp", tol=1e-3, max_iter=1000, init=None, cuts=None,
+         offsets=None, n_jobs=None, verbose=0):
+    """qp-bmrm or ls-bmrm on ``alpha/2 ||w||^2 + mean_i H~_i(w)`` for any structure.
+
+    Parameters
+    ----------
+    problem : Problem
+        Packed training data (``structure.prepare(X, Y)``).
+    alpha : float
+        Regularisation ``lambda``.
+    variant : {"qp", "ls"}
+        See :func:`bundle_method`. qp-bmrm stores every cut (``n_iter x n_params`` floats);
+        ls-bmrm needs O(n_params) memory but converges more slowly.
+    tol : float
+        Target BMRM gap (a certificate on the scale of the objective).
+    max_iter : int
+        Maximum number of oracle passes over the data.
+    init : ndarray or None
+        ``w_0`` (default 0).
+    cuts, offsets : ndarray or None
+        Bundle of an earlier run on the same data (valid for any ``alpha``).
+    n_jobs : int or None
+        Threads of the batched oracle.
+    verbose : int
+
+    Returns
+    -------
+    BMRMResult
+    """
+    w0 = np.zeros(problem.n_params) if init is None else init
+    with numba_threads(n_jobs):
+        return bundle_method(structured_oracle(problem), w0, alpha, variant=variant, tol=tol,
+                             max_iter=max_iter, cuts=cuts, offsets=offsets, verbose=verbose,
+                             desc=f"{variant}-BMRM")
+
+
+def hinge_oracle(X, y):
+    """Risk oracle of the mean binary hinge ``(1/n) sum_i [1 - y_i <x_i, w>]_+`` (no bias).
+
+    With violators ``S = {i : y_i <x_i, w> < 1}``: ``a = -(1/n) sum_{i in S} y_i x_i`` and
+    ``b = |S| / n`` (spec 003 §2.1).
+    """
+    n = X.shape[0]
+
+    def oracle(w):
+        margins = y * (X @ w)
+        active = margins < 1.0
+        a = -np.asarray(X.T @ (y * active)).ravel() / n
+        return float(np.sum(1.0 - margins[active])) / n, a, active.sum() / n
+
+    return oracle
+
+
+def bmrm_binary(X, y, alpha, *, variant="qp", tol=1e-6, max_iter=1000, init=None, verbose=0):
+    """BMRM for the binary linear SVM ``alpha/2 ||w||^2 + mean_i [1 - y_i <x_i, w>]_+``.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+        Labels in ``{-1, +1}``.
+    alpha : float
+        ``lambda``; the problem is LinearSVC's (hinge, no intercept) with ``C = 1/(alpha n)``.
+    variant, tol, max_iter, init, verbose
+        As in :func:`bmrm`.
+
+    Returns
+    -------
+    BMRMResult
+    """
+    X = X.tocsr() if sp.issparse(X) else np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    w0 = np.zeros(X.shape[1]) if init is None else init
+    return bundle_method(hinge_oracle(X, y), w0, alpha, variant=variant, tol=tol,
+                         max_iter=max_iter, verbose=verbose, desc=f"{variant}-BMRM")
+
+
+def pieces_oracle(pieces, offsets, tie_tol=1e-9):
+    """Risk oracle of ``R(w) = max_k <p_k, w> + c_k`` with an explicit list of affine pieces.
+
+    Among the pieces within ``tie_tol`` of the maximum the first one is returned, a legal
+    subgradient choice: the worst-case rule of the lower-bound instance (spec 003 §2.3,
+    :func:`sklearn_ssvm.datasets.make_hadamard_bmrm`).
+    """
+    pieces = np.asarray(pieces, dtype=float)
+    offsets = np.asarray(offsets, dtype=float)
+
+    def oracle(w):
+        values = pieces @ w + offsets
+        top = values.max()
+        k = int(np.flatnonzero(values >= top - tie_tol)[0])
+        return top, pieces[k], offsets[k]
+
+    return oracle
