@@ -350,3 +350,19 @@ def test_casimir_with_one_outer_step_and_vanishing_kappa_is_one_svrg_epoch():
             for kappa in (1e-2, 1e-4)]
     assert gaps[1] < 1e-2 * gaps[0] * 10
     assert gaps[1] < 1e-4
+
+
+def test_agm_solver_certifies_the_bcfw_optimum():
+    """solver='agm' (spec 001 on the entropy-smoothed structured objective) brackets the BCFW
+    optimum with its certified gap."""
+    rng = np.random.default_rng(15)
+    X, Y = chain_data(rng, n=20)
+    bcfw = BCFWStructuredSVM(ChainCRF(), alpha=0.1, max_iter=2000, tol=1e-8,
+                             random_state=0).fit(X, Y)
+    est = SmoothSSVMClassifier(ChainCRF(), alpha=0.1, solver="agm", smoothing="entropy",
+                               top_k=None, mu=0.01, max_iter=300, tol=0.05).fit(X, Y)
+    assert est.objective(X, Y) == pytest.approx(est.objective_)
+    assert est.objective_ - est.duality_gap_ <= bcfw.primal_objective_ + 1e-9
+    assert est.objective_ >= bcfw.primal_objective_ - bcfw.duality_gap_ - 1e-9
+    with pytest.raises(ValueError, match="entropy"):
+        SmoothSSVMClassifier(ChainCRF(), solver="agm").fit(X, Y)

@@ -8,6 +8,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ..solvers import prox_linear, smooth
+from ..solvers.agm import agm_structured
 from ..structures.base import smoothing_code
 from ..structures.candidates import CandidateSet
 from .base import StructuredEstimator
@@ -36,6 +37,10 @@ class SmoothSSVMClassifier(StructuredEstimator):
     - ``"svrg"``: SVRG epochs on ``F_mu`` with a constant ``mu``.
     - ``"sgd"``: stochastic (sub)gradient, step ``learning_rate / (1 + t/n)``, weighted
       averaging (§5.4).
+    - ``"agm"``: batch accelerated gradient (Zhang et al. 2011, AGM-EF-inf) with adaptive
+      Lipschitz estimates on the entropy-smoothed objective at constant ``mu`` (needs
+      ``smoothing="entropy"``, ``top_k=None``); one full gradient per iteration, ``max_iter``
+      iterations.
 
     Every epoch logs the non-smooth objective and, for the SVRG solvers, a certified duality
     gap: the smoothing weights of the epoch's full gradient are a feasible dual point, so
@@ -59,7 +64,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
     mu_schedule : {"expo", "const", "linear"}
         ``mu_k``: ``mu (1 - sqrt(q)/2)^{k/2}`` with ``q = alpha/(alpha+kappa)`` (Cor. 18),
         constant, or ``mu/k`` (Cor. 20). Used by ``"casimir-svrg"``.
-    solver : {"casimir-svrg", "svrg", "sgd"}
+    solver : {"casimir-svrg", "svrg", "sgd", "agm"}
     kappa : float or None
         Catalyst's proximal weight (``None``: ``alpha``).
     learning_rate : float or None
@@ -118,7 +123,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         "top_k": [Interval(Integral, 1, None, closed="left"), None],
         "mu": [Interval(Real, 0, None, closed="left")],
         "mu_schedule": [StrOptions({"expo", "const", "linear"})],
-        "solver": [StrOptions({"casimir-svrg", "svrg", "sgd"})],
+        "solver": [StrOptions({"casimir-svrg", "svrg", "sgd", "agm"})],
         "kappa": [Interval(Real, 0, None, closed="neither"), None],
         "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
         "warm_start_rule": [StrOptions({"prox-center", "extrapolation", "prev-iterate"})],
@@ -191,6 +196,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
     def _solve(self, problem, alpha, previous, callback=None, raw=None):
         if self.feature_map is not None:
             return self._solve_nonlinear(problem, alpha, previous, callback, *raw)
+        if self.solver == "agm":
+            return self._solve_agm(problem, alpha, previous)
         if self.solver != "sgd" and self.smoothing is None:
             raise ValueError(f"solver={self.solver!r} needs a smooth objective: set smoothing "
                              f"to 'l2' or 'entropy' (smoothing=None works with solver='sgd').")
@@ -214,6 +221,18 @@ class SmoothSSVMClassifier(StructuredEstimator):
                     n_oracle_calls_=result.n_oracle_calls, objective_=result.objective,
                     duality_gap_=result.gap, converged_=result.converged,
                     history_=result.history, feature_map_=None)
+
+    def _solve_agm(self, problem, alpha, previous):
+        if self.smoothing != "entropy" or previous is not None:
+            raise ValueError("solver='agm' needs smoothing='entropy' (with top_k=None) and no "
+                             "warm start.")
+        smoothing_code(self.smoothing, self.top_k, problem.kind)  # validates top_k and kind
+        result = agm_structured(problem, alpha, self.mu, tol=self.tol, max_iter=self.max_iter,
+                                n_jobs=self.n_jobs, verbose=self.verbose)
+        return dict(coef_=result.coef, learning_rate_=np.nan, n_iter_=result.n_iter,
+                    n_oracle_calls_=result.n_iter * problem.n_samples,
+                    objective_=result.primal, duality_gap_=result.gap,
+                    converged_=result.converged, history_=result.history, feature_map_=None)
 
     def _solve_nonlinear(self, problem, alpha, previous, callback, X, losses):
         if not isinstance(self.structure, CandidateSet):
