@@ -20,3 +20,15 @@ def timed(fn, repeats=5):
         cpus.append(time.process_time() - c)
     timed.last_min_cpu = min(cpus)
     return first, statistics.median(walls), statistics.median(cpus), result
+
+
+class Stopwatch:
+    """``with Stopwatch() as t: ...`` then ``t.wall``, ``t.cpu`` (seconds)."""
+
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu

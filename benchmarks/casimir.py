@@ -15,12 +15,13 @@ compilation or cache load: a warm-up fit on 50 sentences runs first and is repor
 """
 import argparse
 import json
-import time
 from pathlib import Path
 
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF, SmoothSSVMClassifier
 from sklearn_ssvm.datasets import load_conll2000_chunking
 from sklearn_ssvm.metrics import chunk_f1_score
+
+from _timing import Stopwatch
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "conll2000"
 SOLVERS = {
@@ -30,16 +31,6 @@ SOLVERS = {
     "casimir-adapt": dict(solver="casimir-svrg", mu_schedule="expo"),
 }
 CHECKPOINTS = (1, 5, 10, 20)
-
-
-class Stopwatch:
-    def __enter__(self):
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self.wall
-        self.cpu = time.process_time() - self.cpu
 
 
 def crfsuite_items(vectorizer, X):

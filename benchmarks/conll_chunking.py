@@ -10,7 +10,6 @@ iterations) is trained on the very same token features in the same process.
 """
 import argparse
 import resource
-import time
 from pathlib import Path
 
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF
@@ -18,21 +17,13 @@ from sklearn_ssvm.datasets import read_conll
 from sklearn_ssvm.feature_extraction import SequenceVectorizer, chunking_token_features
 from sklearn_ssvm.metrics import chunk_f1_score, token_accuracy
 
+from _timing import Stopwatch
+
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "conll2000"
 
 
 def peak_memory_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-class Stopwatch:
-    def __enter__(self):
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self.wall
-        self.cpu = time.process_time() - self.cpu
 
 
 def main():

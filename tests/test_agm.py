@@ -1,7 +1,6 @@
 """AGM (spec 001): certified gaps, agreement with independent solvers, the F1 and enet oracles."""
 import itertools
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -18,13 +17,7 @@ from sklearn_ssvm.solvers.agm import (F1Primal, HingeDual, HingePrimal, agm, agm
 from sklearn_ssvm.solvers.bmrm import bmrm_binary
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_numba_thread():
-    """Tiny problems: one numba thread avoids OpenMP barriers on a loaded machine."""
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
 
 def binary_data(seed=0, n=80, d=6):

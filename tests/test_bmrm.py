@@ -1,5 +1,4 @@
 """BMRM: the lower-bound sequence, certificates, and agreement with BCFW and LinearSVC."""
-import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -10,13 +9,7 @@ from sklearn_ssvm.estimators.bmrm import BMRMStructuredSVM
 from sklearn_ssvm.solvers.bmrm import bmrm, bmrm_binary, bundle_method, pieces_oracle
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_numba_thread():
-    """Tiny problems: one numba thread avoids OpenMP barriers on a loaded machine."""
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
 
 def _column(history, key):

@@ -3,7 +3,6 @@
 The numbers refer to the tests of spec 002 §11. Primal values are computed independently of the
 path's bookkeeping, from ``problem.hinge_losses`` and ``alpha / 2 ||w||^2``.
 """
-import numba
 import numpy as np
 import pytest
 
@@ -17,14 +16,7 @@ from sklearn_ssvm.structures.base import Problem
 EPS = 0.1
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_numba_thread():
-    """Tiny problems: one numba thread (n_jobs=None) avoids OpenMP barriers on a loaded machine;
-    test 32 asks for 2 explicitly."""
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
 
 def chain_data(seed, n=20, n_features=4, n_labels=3, max_len=5, noise=1.0):
