@@ -22,7 +22,6 @@ import numpy as np
 from numba import njit
 
 from .batch import max_length
-from .labelings import labeling_score
 from .smoothed import smoothed_oracle, smoothed_oracle_work_size
 
 # slots of the scalar state array
@@ -76,14 +75,13 @@ def _rescale(v, acc, marks, lazy, F, C):
 @njit(cache=True, nogil=True)
 def stochastic_steps(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
                      tok_loss, smoothing, K, mu, M_ref, Q_ref, samples, step_sizes, decays,
-                     avg_weights, v, B, lazy, acc, marks, values):
+                     avg_weights, v, B, lazy, acc, marks):
     """Run ``len(samples)`` stochastic steps; step ``t`` uses example ``samples[t]``, step size
     ``step_sizes[t]``, decay ``decays[t] = 1 - gamma_t c`` and averaging weight
     ``avg_weights[t]``.
 
     ``v`` (flat ``[vec(W), theta]``), ``B``, ``lazy`` (see ``lazy_state``), ``acc`` and ``marks``
-    (one per feature row plus one for theta) are updated in place; ``values[t]`` receives the
-    smoothed hinge ``f_i(w_t)`` at the point the step's gradient was taken.
+    (one per feature row plus one for theta) are updated in place.
     """
     F = marks.shape[0] - 1
     C = M_ref.shape[1]
@@ -119,9 +117,8 @@ def stochastic_steps(kind, edges, parent, order, indptr, indices, data, tok_off,
             theta[k] = s * v[F * C + k] + (r * B[F * C + k] if has_B else 0.0)
         Mi = M_buf[:T]
         yi = y[node_off[i]:node_off[i + 1]]
-        value = smoothed_oracle(kind, U, theta, yi, tok_loss[t0:t0 + T], edges, parent, order,
-                                smoothing, K, mu, Mi, q_buf, work)
-        values[t] = value - labeling_score(kind, U, theta, yi, edges)
+        smoothed_oracle(kind, U, theta, yi, tok_loss[t0:t0 + T], edges, parent, order,
+                        smoothing, K, mu, Mi, q_buf, work)
         for tt in range(T):
             for c in range(C):
                 Mi[tt, c] -= M_ref[t0 + tt, c]

@@ -161,11 +161,9 @@ class LazyIterate:
 
     def steps(self, smoothing, M_ref, Q_ref, samples, step_sizes, decays, weights):
         p = self.problem
-        values = np.empty(samples.shape[0])
         stochastic_steps(*p.graph_args(), *p.data_args(), smoothing.code, smoothing.K,
                          smoothing.mu, M_ref, Q_ref, samples, step_sizes, decays, weights,
-                         self.v, self.B, self.lazy, self.acc, self.marks, values)
-        return values
+                         self.v, self.B, self.lazy, self.acc, self.marks)
 
     def current(self):
         w = self.lazy[S] * self.v
