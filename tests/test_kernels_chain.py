@@ -10,9 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_ssvm._kernels.chain import (
+    KBEST,
+    _chain_forward,
     forward_backward,
     score_labeling,
     topk_viterbi,
+    topk_viterbi_into,
+    topk_viterbi_work_size,
     viterbi,
     viterbi_into,
     viterbi_work_size,
@@ -284,3 +288,175 @@ def test_random_chains(T, L, K, mu, seed):
     assert value == pytest.approx(ref_value, rel=1e-12, abs=1e-12)
     np.testing.assert_allclose(node, ref_node, rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(edge, ref_edge, rtol=1e-8, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# top-K Viterbi without allocation, and its pruning
+# ------------------------------------------------------------------------------------------
+
+
+def kbest_reference(unary, trans, K):
+    """The K-best recursion without any pruning, in Python: at every (t, s) the K best of the
+    candidates (s', l) offered in lexicographic order, a stable sort on the value (the
+    documented tie order); the same float operations as the kernels, so results are equal."""
+    T, L = unary.shape
+    lists = [[(unary[0, s], -1, -1)] for s in range(L)]
+    table = [lists]
+    for t in range(1, T):
+        new = []
+        for s in range(L):
+            cand = [(lists[sp][l][0] + trans[sp, s], sp, l)
+                    for sp in range(L) for l in range(len(lists[sp]))
+                    if lists[sp][l][0] + trans[sp, s] > -np.inf]
+            cand.sort(key=lambda c: -c[0])  # stable: ties stay in (s', l) order
+            new.append([(v + unary[t, s], sp, l) for v, sp, l in cand[:K]])
+        lists = new
+        table.append(lists)
+    final = sorted(((lists[s][l][0], s, l) for s in range(L) for l in range(len(lists[s]))
+                    if lists[s][l][0] > -np.inf), key=lambda c: -c[0])[:K]
+    scores = np.full(K, -np.inf)
+    paths = np.full((K, T), -1, dtype=np.int32)
+    for k, (v, s, l) in enumerate(final):
+        scores[k] = v
+        for t in range(T - 1, -1, -1):
+            paths[k, t] = s
+            _, s, l = table[t][s][l]
+    return scores, paths
+
+
+def unpruned_topk(unary, trans, K):
+    """The kernels' K-best recursion without a bound (the tree kernels' products)."""
+    T, L = unary.shape
+    alpha = np.empty((T, L, K))
+    bp_lab = np.empty((T, L, K), dtype=np.int32)
+    bp_rank = np.empty((T, L, K), dtype=np.int32)
+    work = np.empty(4 * L + 2 + K)
+    _chain_forward(KBEST, 1.0, unary, trans, alpha, bp_lab, bp_rank, work, unary[:0])
+    final = sorted(((alpha[T - 1, s, l], s, l) for s in range(L) for l in range(K)
+                    if alpha[T - 1, s, l] > -np.inf), key=lambda c: -c[0])[:K]
+    scores = np.full(K, -np.inf)
+    paths = np.full((K, T), -1, dtype=np.int32)
+    for k, (v, s, l) in enumerate(final):
+        scores[k] = v
+        for t in range(T - 1, -1, -1):
+            paths[k, t] = s
+            s, l = bp_lab[t, s, l], bp_rank[t, s, l]
+    return scores, paths
+
+
+def peaked_chain(rng, T, L, scale):
+    """Scores like a trained model's: one or two clear labels per position, so the bound
+    prunes almost every state."""
+    unary = rng.normal(size=(T, L))
+    unary[np.arange(T), rng.integers(0, L, size=T)] += scale
+    return unary, rng.normal(scale=0.3, size=(L, L))
+
+
+CHAINS = [
+    ("continuous", lambda rng, T, L: random_chain(rng, T, L)),
+    ("peaked", lambda rng, T, L: peaked_chain(rng, T, L, 6.0)),
+    ("integer ties", lambda rng, T, L: (rng.integers(-2, 3, size=(T, L)).astype(float),
+                                        rng.integers(-1, 2, size=(L, L)).astype(float))),
+    ("all equal", lambda rng, T, L: (np.zeros((T, L)), np.zeros((L, L)))),
+    ("forbidden", lambda rng, T, L: forbid(rng, *random_chain(rng, T, L))),
+    # large terms that cancel, scores apart by about their rounding: the bound's slack
+    ("cancellation", lambda rng, T, L: (1e8 + rng.normal(scale=1e-7, size=(T, L)),
+                                        -1e8 + rng.normal(scale=1e-7, size=(L, L)))),
+]
+
+
+def forbid(rng, unary, trans):
+    unary[rng.random(unary.shape) < 0.3] = -np.inf
+    trans[rng.random(trans.shape) < 0.3] = -np.inf
+    return unary, trans
+
+
+@pytest.mark.parametrize("kind", [c[0] for c in CHAINS])
+@pytest.mark.parametrize("T, L, K", [(1, 4, 3), (2, 3, 12), (5, 4, 5), (9, 6, 7), (30, 26, 5),
+                                     (24, 22, 20)])
+def test_topk_equals_unpruned_recursion(kind, T, L, K):
+    """The bound prunes only what cannot matter: scores, paths and the order of ties are those
+    of the plain recursion (Python reference for small chains, the unbounded kernel always)."""
+    make = dict(CHAINS)[kind]
+    rng = np.random.default_rng(T * 1000 + L * 10 + K)
+    unary, trans = make(rng, T, L)
+    scores, paths = topk_viterbi(unary, trans, K)
+    ref_scores, ref_paths = unpruned_topk(unary, trans, K)
+    np.testing.assert_array_equal(scores, ref_scores)
+    np.testing.assert_array_equal(paths, ref_paths)
+    if T * L * L * K <= 20000:
+        ref_scores, ref_paths = kbest_reference(unary, trans, K)
+        np.testing.assert_array_equal(scores, ref_scores)
+        np.testing.assert_array_equal(paths, ref_paths)
+    n = int(np.sum(scores > -np.inf))
+    assert len({tuple(p) for p in paths[:n]}) == n
+    for k in range(n):
+        assert score_labeling(unary, trans, paths[k]) == pytest.approx(scores[k], rel=1e-12,
+                                                                         abs=1e-9)
+
+
+@pytest.mark.parametrize("T, L, K", [(1, 3, 2), (4, 2, 20), (8, 26, 5), (30, 5, 3)])
+def test_topk_viterbi_into_equals_topk_viterbi(T, L, K):
+    rng = np.random.default_rng(T + L + K)
+    unary, trans = peaked_chain(rng, T, L, 3.0)
+    scores, paths = topk_viterbi(unary, trans, K)
+    # scratch larger than needed and dirty (reused after another chain), as in hot loops
+    work = np.full(topk_viterbi_work_size(T, L, K) + 11, np.nan)
+    other = np.full(topk_viterbi_work_size(T, L, K), np.nan)
+    for dtype in (np.int32, np.int64):
+        s_out = np.full(K, np.nan)
+        p_out = np.full((K, T), 99, dtype=dtype)
+        u2, t2 = random_chain(rng, T, L)
+        topk_viterbi_into(u2, t2, K, s_out, p_out, work)  # leaves other values in work
+        n = topk_viterbi_into(unary, trans, K, s_out, p_out, work)
+        assert n == min(K, L ** T)
+        np.testing.assert_array_equal(s_out, scores)
+        np.testing.assert_array_equal(p_out, paths)
+    # exactly the advertised size is enough; paths_out may be a view of a wider buffer
+    wide = np.full((K, T + 5), 7, dtype=np.int32)
+    s_out = np.empty(K)
+    topk_viterbi_into(unary, trans, K, s_out, wide[:, :T], other)
+    np.testing.assert_array_equal(wide[:, :T], paths)
+    assert np.all(wide[:, T:] == 7)
+    with pytest.raises(ValueError):
+        topk_viterbi_into(unary, trans, 0, s_out, wide[:, :T], other)
+
+
+def test_topk_viterbi_into_padding():
+    """Fewer feasible labelings than K: -inf scores, -1 rows, and the count returned."""
+    unary = np.zeros((3, 2))
+    unary[1, 0] = -np.inf
+    trans = np.zeros((2, 2))
+    trans[1, 0] = -np.inf
+    K = 6
+    s_out = np.empty(K)
+    p_out = np.empty((K, 3), dtype=np.int32)
+    n = topk_viterbi_into(unary, trans, K, s_out, p_out,
+                          np.empty(topk_viterbi_work_size(3, 2, K)))
+    # y_1 = 1 and no 1 -> 0: (0|1, 1, 1) only
+    assert n == 2
+    np.testing.assert_array_equal(s_out[:2], 0.0)
+    assert np.all(s_out[2:] == -np.inf) and np.all(p_out[2:] == -1)
+    assert sorted(map(tuple, p_out[:2])) == [(0, 1, 1), (1, 1, 1)]
+
+
+def test_unary_scores_into_order_of_additions():
+    """The chains' unary scores U = X_i W, several non-zeros per sweep of a row, add in the order
+    of the non-zeros, one at a time: equal to the bit to that sum, close to the dense product."""
+    import scipy.sparse as sp
+
+    from sklearn_ssvm._kernels.sparse import unary_scores_into
+
+    rng = np.random.default_rng(0)
+    for density in (0.05, 0.3, 1.0):  # 0 to 9 non-zeros per row at 0.05, every one at 1.0
+        X = sp.random(40, 30, density=density, format="csr", random_state=rng,
+                      data_rvs=rng.standard_normal)
+        W = rng.normal(size=(30, 7))
+        U = np.full((25, 7), np.nan)
+        unary_scores_into(X.indptr, X.indices, X.data, 10, 35, W, U)
+        ref = np.zeros((25, 7))
+        for t in range(10, 35):
+            for k in range(X.indptr[t], X.indptr[t + 1]):
+                ref[t - 10] += X.data[k] * W[X.indices[k]]
+        np.testing.assert_array_equal(U, ref)
+        np.testing.assert_allclose(U, X[10:35] @ W, rtol=1e-12, atol=1e-12)

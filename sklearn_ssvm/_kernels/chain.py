@@ -10,14 +10,21 @@ Viterbi, top-K Viterbi and forward-backward are one forward recursion (spec 000,
     alpha_t(s) = unary[t, s]  (x)  (+)_{s'} [ alpha_{t-1}(s')  (x)  trans[s', s] ]
 
 over different semirings; only the semiring "matrix-vector product" ``(+)_{s'}`` differs
-(``_semiring_matvec``):
+(``_semiring_product``; ``_semiring_matvec`` for the tree kernels):
 
 * ``MAX_PLUS`` (Viterbi): ``(+) = max``, one value per state. No backpointers are stored: the
   argmax is recomputed along the decoded path only (``O(T L)`` instead of ``O(T L^2)``
   compare-and-store), which keeps the hot loop a branch-free, vectorisable max.
 * ``KBEST`` (top-K Viterbi, Algo. 2): a state holds the sorted list of its K best prefix scores;
   ``(+)`` keeps the K best of the union of the lists with ``(prev_label, rank)`` backpointers
-  (pitfall 4: distinct paths need the rank, not only the score).
+  (pitfall 4: distinct paths need the rank, not only the score). The product first takes the
+  best head of every state (the max-plus sweep) and merges only lists that can enter; with a
+  bound (``topk_viterbi_into``: the best completion of every (position, label), from the
+  max-plus recursion on the reversed chain, and a running lower bound on the K-th best score)
+  it also drops the entries and states that cannot be part of the K best labelings, which on
+  trained models leaves a few states per position. The lists kept are the unpruned ones cut
+  after their last useful entry, so the results, ties included, are those of the plain
+  recursion.
 * ``LOG_SUM_EXP`` (forward-backward): ``(+)_i z_i = mu log sum_i exp(z_i / mu)``, in score units,
   always max-shifted (pitfall 1). ``_semiring_prepare`` tabulates ``exp`` of the (column-shifted)
   potential once, so a step costs ``L`` exponentials and ``L^2`` fused multiply-adds instead of
@@ -49,14 +56,15 @@ _TINY = 1e-150
 # ------------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _matvec_max(prev, trans, out):
     """``out[s] = max_{s'} prev[s'] + trans[s', s]`` (K = 1), no backpointers.
 
     ``s'`` outside and ``s`` inside, so ``trans`` is read row by row and the inner loop is a
     vectorised compare/select. Four rows are folded per sweep of ``out``: a quarter of the
     loads/stores of ``out`` and of the loop set-up (2x faster for L = 26). The max is exact,
-    so the order of the rows does not change the result.
+    so the order of the rows does not change the result. Inlined into the recursion, so that
+    the views of its tables cost no reference counting per step (a quarter of a Viterbi).
     """
     n_in = prev.shape[0]
     n_out = out.shape[0]
@@ -103,7 +111,7 @@ def _argmax_into(prev, trans, s):
     return best
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _insert_sorted(vals, labs, ranks, K, v, lab, rank):
     """Insert ``v`` into the non-increasing length-``K`` list ``vals`` (the last entry drops).
 
@@ -125,29 +133,209 @@ def _insert_sorted(vals, labs, ranks, K, v, lab, rank):
     return True
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _before(v, lab, rank, w, w_lab, w_rank):
+    """Whether the entry ``(v, lab, rank)`` precedes ``(w, w_lab, w_rank)``: higher value first,
+    ties in lexicographic ``(lab, rank)`` order; ``-inf`` precedes nothing (it never enters)."""
+    if v > w:
+        return True
+    if v < w or v == -np.inf:
+        return False
+    return lab < w_lab or (lab == w_lab and rank < w_rank)
+
+
 @njit(cache=True, nogil=True)
-def _matvec_kbest(prev, trans, out, bp_lab, bp_rank):
+def kbest_work_size(n_in, n_out, K):
+    """Floats of scratch the K-best product needs for an ``(n_in, n_out)`` potential and lists
+    of length ``K``: ``n_out + n_in + max(n_in, n_out)``, and ``2 + K`` more with a bound
+    (``_matvec_kbest``); the first part fits in ``lse_work_size(n_in, n_out)``."""
+    return n_out + n_in + max(n_in, n_out) + 2 + K
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _matvec_kbest(prev, trans, out, bp_lab, bp_rank, work, bound, idx):
     """K-best (max, +): ``out[s, :]`` = the K best of ``{prev[s', l] + trans[s', s]}``.
 
-    Each ``prev[s', :]`` is sorted, so its scan stops at the first value that does not enter the
-    output list; backpointers record ``(s', l)``. Unfilled entries stay ``-inf`` / ``-1``.
+    Entries are ordered by value, ties by ``(s', l)``; backpointers go to ``bp_lab[idx],
+    bp_rank[idx]`` (3-D tables, indexed in place). Unfilled entries are ``-inf`` / ``-1`` (with
+    a bound, a list whose first entry is ``-inf`` is empty and its other entries are left as
+    they were: nothing reads them). ``work`` holds ``kbest_work_size(n_in, n_out, K)`` floats.
+
+    Head pruning: each list ``prev[s', :]`` is sorted, so its head ``prev[s', 0] + trans[s', s]``
+    precedes all its other entries. The best head of every ``s`` is one max-plus sweep over the
+    non-empty lists (Viterbi's product); a state whose best head cannot enter gets an empty
+    list at once. For the others, with at most K non-empty lists, the lists are merged in
+    ``(s', l)`` order, each until an entry does not enter; with more, a list whose head is not
+    among the K best heads contributes nothing, so the K best heads are selected first (offered
+    by decreasing ``prev[s', 0]``) and only their lists are merged, in place: the list is
+    scanned front to back and each head met is followed by the next entries of its own list
+    until one does not enter (they land after their head, so the positions already scanned do
+    not move).
+
+    Bound pruning (chains, ``bound.shape[0] > 0``): ``bound[idx, s]`` bounds the score of the
+    best completion of label ``s`` at this position, its unary score included (the backward
+    max-product). ``tau``, after ``n_out + n_in + max(n_in, n_out)`` floats of ``work``, is a
+    lower bound on the K-th best score of the whole chain, set by the caller (the K-th largest
+    ``bound[0]``) and raised here to the K-th largest ``entry + bound[idx]`` of the lists made
+    (distinct prefixes, each with its best completion, are distinct labelings); ``slack``, next
+    to it, covers rounding. An entry whose every completion scores below ``tau - slack`` is not
+    among the K best labelings: it is dropped, and so are states with no entry left (at
+    ``idx == 1``, where ``prev`` is ``unary[0]``, the predecessors too, by ``bound[0]``). The
+    lists kept are the unpruned lists cut after their last useful entry, so ranks, backpointers
+    and the final K best are unchanged.
     """
     n_in = prev.shape[0]
     n_out = out.shape[0]
     K = out.shape[1]
-    for s in range(n_out):
-        vals = out[s]
-        labs = bp_lab[s]
-        ranks = bp_rank[s]
+    # work: states to fill[n_out] | non-empty lists[n_in] | best heads, then sorted
+    # heads[max(n_in, n_out)] | tau, slack, the K best entry + bound (descending). Indexed in
+    # place: views of work would cost reference counting at every product.
+    CAND = 0
+    ORD = n_out
+    PV = ORD + n_in
+    ST = PV + max(n_in, n_out)
+    pruned = bound.shape[0] > 0
+    lim = -np.inf
+    if pruned:
+        lim = work[ST] - work[ST + 1]
         for k in range(K):
-            vals[k] = -np.inf
-            labs[k] = -1
-            ranks[k] = -1
-        for sp in range(n_in):
-            w = trans[sp, s]
-            for l in range(K):
-                if not _insert_sorted(vals, labs, ranks, K, prev[sp, l] + w, sp, l):
+            work[ST + 2 + k] = -np.inf
+    # empty lists: with a bound only their first entry is written (the others of a state
+    # whose first is -inf are never read), and the states kept are filled below
+    for s in range(n_out):
+        out[s, 0] = -np.inf
+    if not pruned:
+        for s in range(n_out):
+            for k in range(1, K):
+                out[s, k] = -np.inf
+            for k in range(K):
+                bp_lab[idx, s, k] = -1
+                bp_rank[idx, s, k] = -1
+    # non-empty predecessor lists in increasing s' (branch-free compaction)
+    m = 0
+    first = pruned and idx == 1
+    for sp in range(n_in):
+        work[ORD + m] = sp
+        ok = prev[sp, 0] > -np.inf
+        if first:
+            ok = ok and bound[0, sp] >= lim
+        m += ok
+    # best head of every state (vectorised over s), then the states that can keep an entry
+    for s in range(n_out):
+        work[PV + s] = -np.inf
+    for i in range(m):
+        sp = int(work[ORD + i])
+        a = prev[sp, 0]
+        for s in range(n_out):
+            v = a + trans[sp, s]
+            h = work[PV + s]
+            work[PV + s] = v if v > h else h
+    c = 0
+    if pruned:
+        for s in range(n_out):
+            work[CAND + c] = s
+            h = work[PV + s]
+            # an entry, and one that can complete above lim (NaN, -inf - -inf, is False)
+            c += (h > -np.inf) & (h >= lim - bound[idx, s])
+    else:
+        for s in range(n_out):
+            work[CAND + c] = s
+            c += work[PV + s] > -np.inf
+    if m > K:  # heads by decreasing value, for the selection of the K best heads
+        for i in range(m):
+            sp = work[ORD + i]
+            v = prev[int(sp), 0]
+            j = i
+            while j > 0 and v > work[PV + j - 1]:
+                work[PV + j] = work[PV + j - 1]
+                work[ORD + j] = work[ORD + j - 1]
+                j -= 1
+            work[PV + j] = v
+            work[ORD + j] = sp
+    for ci in range(c):
+        s = int(work[CAND + ci])
+        floor = -np.inf  # entries below it are dropped
+        b = 0.0
+        if pruned:
+            b = bound[idx, s]
+            floor = lim - b
+            for k in range(1, K):
+                out[s, k] = -np.inf
+            for k in range(K):
+                bp_lab[idx, s, k] = -1
+                bp_rank[idx, s, k] = -1
+        if m <= K:
+            # every list, in increasing (s', rank): strict insertion orders ties the same way
+            for i in range(m):
+                sp = int(work[ORD + i])
+                w = trans[sp, s]
+                for r in range(K):
+                    v = prev[sp, r] + w
+                    if v < floor or not v > out[s, K - 1]:
+                        break
+                    j = K - 1
+                    while j > 0 and v > out[s, j - 1]:
+                        out[s, j] = out[s, j - 1]
+                        bp_lab[idx, s, j] = bp_lab[idx, s, j - 1]
+                        bp_rank[idx, s, j] = bp_rank[idx, s, j - 1]
+                        j -= 1
+                    out[s, j] = v
+                    bp_lab[idx, s, j] = sp
+                    bp_rank[idx, s, j] = r
+        else:
+            # the K best heads, offered by decreasing prev[s', 0] (mostly rejected at once)
+            for i in range(m):
+                sp = int(work[ORD + i])
+                v = work[PV + i] + trans[sp, s]
+                if v < floor or not _before(v, sp, 0, out[s, K - 1],
+                                            bp_lab[idx, s, K - 1], 0):
+                    continue
+                j = K - 1
+                while j > 0 and _before(v, sp, 0, out[s, j - 1], bp_lab[idx, s, j - 1], 0):
+                    out[s, j] = out[s, j - 1]
+                    bp_lab[idx, s, j] = bp_lab[idx, s, j - 1]
+                    j -= 1
+                out[s, j] = v
+                bp_lab[idx, s, j] = sp
+            for k in range(K):
+                if bp_lab[idx, s, k] < 0:
                     break
+                bp_rank[idx, s, k] = 0
+            # the other entries of the selected lists
+            for p in range(K - 1):
+                if bp_rank[idx, s, p] != 0:
+                    if bp_rank[idx, s, p] < 0:
+                        break
+                    continue
+                sp = bp_lab[idx, s, p]
+                w = trans[sp, s]
+                for r in range(1, K):
+                    v = prev[sp, r] + w
+                    if v < floor or not _before(v, sp, r, out[s, K - 1], bp_lab[idx, s, K - 1],
+                                                bp_rank[idx, s, K - 1]):
+                        break
+                    j = K - 1
+                    while j > 0 and _before(v, sp, r, out[s, j - 1], bp_lab[idx, s, j - 1],
+                                            bp_rank[idx, s, j - 1]):
+                        out[s, j] = out[s, j - 1]
+                        bp_lab[idx, s, j] = bp_lab[idx, s, j - 1]
+                        bp_rank[idx, s, j] = bp_rank[idx, s, j - 1]
+                        j -= 1
+                    out[s, j] = v
+                    bp_lab[idx, s, j] = sp
+                    bp_rank[idx, s, j] = r
+        if pruned:  # offer entry + bound to the K best (values only), for the next tau
+            for k in range(K):
+                v = out[s, k] + b
+                if not v > work[ST + K + 1]:
+                    break
+                j = K - 1
+                while j > 0 and v > work[ST + j + 1]:
+                    work[ST + j + 2] = work[ST + j + 1]
+                    j -= 1
+                work[ST + j + 2] = v
+    if pruned and work[ST + K + 1] > work[ST]:
+        work[ST] = work[ST + K + 1]
 
 
 @njit(cache=True, nogil=True)
@@ -277,21 +465,29 @@ def _semiring_prepare(semiring, mu, trans, work):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _semiring_matvec(semiring, mu, prev, trans, out, bp_lab, bp_rank, idx, work):
+def _semiring_product(semiring, mu, prev, trans, out, bp_lab, bp_rank, idx, work, bound):
     """``out[s] = (+)_{s'} prev[s'] (x) trans[s', s]`` in the chosen semiring.
 
     ``prev`` is ``(n_in, K)``, ``trans`` ``(n_in, n_out)``, ``out`` ``(n_out, K)``. Only
     ``KBEST`` writes backpointers, into ``bp_lab[idx], bp_rank[idx]`` (``(n_out, K)`` slices of
     the 3-D tables: the slices are taken only here, as building unused views per step costs a
-    third of a small Viterbi). For ``LOG_SUM_EXP``, ``work`` holds ``lse_work_size(n_in,
-    n_out)`` floats prepared by ``_semiring_prepare(.., trans, work)``.
+    third of a small Viterbi), and only ``KBEST`` uses ``bound`` (see ``_matvec_kbest``; no
+    rows: no bound). ``work`` is prepared by ``_semiring_prepare(.., trans, work)``: for
+    ``LOG_SUM_EXP`` it holds ``lse_work_size(n_in, n_out)`` floats, for ``KBEST``
+    ``kbest_work_size(n_in, n_out, K)``.
     """
     if semiring == MAX_PLUS:
         _matvec_max(prev, trans, out)
     elif semiring == KBEST:
-        _matvec_kbest(prev, trans, out, bp_lab[idx], bp_rank[idx])
+        _matvec_kbest(prev, trans, out, bp_lab, bp_rank, work, bound, idx)
     else:
         _matvec_lse(prev, trans, out, mu, work)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _semiring_matvec(semiring, mu, prev, trans, out, bp_lab, bp_rank, idx, work):
+    """``_semiring_product`` without a bound (the tree kernels' messages)."""
+    _semiring_product(semiring, mu, prev, trans, out, bp_lab, bp_rank, idx, work, prev[:0])
 
 
 @njit(cache=True, nogil=True)
@@ -309,13 +505,14 @@ def _init_table(values, table):
 
 
 @njit(cache=True, nogil=True)
-def _chain_forward(semiring, mu, unary, trans, alpha, bp_lab, bp_rank, work):
+def _chain_forward(semiring, mu, unary, trans, alpha, bp_lab, bp_rank, work, bound):
     """The chain recursion, generic over the semiring; fills ``alpha`` (T, L, K) in place.
 
     ``alpha[t, s, :]`` is the semiring sum, over prefixes ``y_0..y_t`` with ``y_t = s``, of their
     scores: the max (``MAX_PLUS``), the sorted K best (``KBEST``, with ``bp_lab[t, s, k],
     bp_rank[t, s, k]`` the ``(y_{t-1}, rank)`` of entry ``k``; ``K = alpha.shape[2]``) or the
-    ``mu``-log-sum-exp (``LOG_SUM_EXP``; ``work`` as in ``_semiring_matvec``).
+    ``mu``-log-sum-exp (``LOG_SUM_EXP``). ``work`` and ``bound`` are as in
+    ``_semiring_product``; ``bound`` is ``(T, L)`` or has no rows.
     """
     T = unary.shape[0]
     L = unary.shape[1]
@@ -325,7 +522,8 @@ def _chain_forward(semiring, mu, unary, trans, alpha, bp_lab, bp_rank, work):
         _semiring_prepare(semiring, mu, trans, work)
     for t in range(1, T):
         cur = alpha[t]
-        _semiring_matvec(semiring, mu, alpha[t - 1], trans, cur, bp_lab, bp_rank, t, work)
+        _semiring_product(semiring, mu, alpha[t - 1], trans, cur, bp_lab, bp_rank, t, work,
+                          bound)
         # (x) unary[t, s]: adding a constant keeps every list sorted
         if K == 1:
             for s in range(L):
@@ -389,10 +587,11 @@ def viterbi_into(unary, trans, y_out, work):
     T = unary.shape[0]
     L = unary.shape[1]
     alpha = work[:T * L].reshape((T, L, 1))
-    # MAX_PLUS touches neither backpointers nor work; an empty int32 table keeps the argument
-    # types those of the other semirings, so one compiled _chain_forward serves all three
-    no_bp = np.empty((T, 0, 0), dtype=np.int32)
-    _chain_forward(MAX_PLUS, 1.0, unary, trans, alpha, no_bp, no_bp, work)
+    # MAX_PLUS touches neither backpointers nor work nor bound; empty int32 tables (views, no
+    # allocation) keep the argument types those of the other semirings, so one compiled
+    # _chain_forward serves all three
+    no_bp = work[:0].view(np.int32).reshape((0, 0, 0))
+    _chain_forward(MAX_PLUS, 1.0, unary, trans, alpha, no_bp, no_bp, work, unary[:0])
     last = alpha[T - 1]
     s = 0
     for c in range(1, L):
@@ -438,6 +637,183 @@ def viterbi(unary, trans):
 
 
 @njit(cache=True, nogil=True)
+def topk_viterbi_work_size(T, L, K):
+    """Length of the float64 ``work`` buffer of ``topk_viterbi_into``.
+
+    Parameters
+    ----------
+    T, L, K : int
+        Chain length, number of labels, number of labelings.
+
+    Returns
+    -------
+    int
+        ``2 T L K`` (the K-best lists and their backpointers) ``+ 3 T L + L^2`` (the backward
+        max-product) ``+ 3 L + 2 K + 2`` (scratch).
+    """
+    return 2 * T * L * K + 3 * T * L + L * L + kbest_work_size(L, L, K) + K
+
+
+_EPS = 2.220446049250313e-16
+
+
+@njit(cache=True, nogil=True)
+def topk_viterbi_into(unary, trans, K, scores_out, paths_out, work):
+    """Top-K Viterbi without allocation, for hot loops (see ``topk_viterbi``).
+
+    Parameters
+    ----------
+    unary : ndarray of shape (T, L), float64
+        Unary scores, ``T >= 1``.
+    trans : ndarray of shape (L, L), float64
+        Transition scores.
+    K : int
+        Number of labelings, ``K >= 1``.
+    scores_out : ndarray of shape (K,), float64
+        Receives the K best scores, non-increasing, ``-inf`` padded.
+    paths_out : ndarray of shape (K, T), integer
+        Receives the labelings, rows of ``-1`` as padding.
+    work : ndarray of float64, 1-D, C-contiguous
+        Scratch of at least ``topk_viterbi_work_size(T, L, K)`` entries.
+
+    Returns
+    -------
+    n : int
+        The number of labelings found, ``min(K, number of feasible labelings)``.
+
+    Notes
+    -----
+    A backward max-product (the Viterbi recursion on the reversed chain) first gives the best
+    completion of every (position, label); the K-best recursion then drops the entries that
+    cannot be among the K best labelings (``_matvec_kbest``), which on trained models leaves a
+    few labels per position. The result is the unpruned one, ties included.
+    """
+    if K < 1:
+        raise ValueError("K must be >= 1")
+    T = unary.shape[0]
+    L = unary.shape[1]
+    n = T * L * K
+    # work: the lists | their backpointers (int32) | bound | the K-best product's scratch |
+    # the final backpointers (int32) | the reversed chain (unary, values, trans.T). Few views:
+    # each costs reference counting.
+    alpha = work[:n].reshape((T, L, K))
+    ints = work[n:2 * n].view(np.int32)
+    bp_lab = ints[:n].reshape((T, L, K))
+    bp_rank = ints[n:].reshape((T, L, K))
+    o = 2 * n
+    bound = work[o:o + T * L].reshape((T, L))
+    o += T * L
+    kw = o  # the product's scratch, tau and slack at kw + 3 L, kw + 3 L + 1
+    kwork = work[o:o + kbest_work_size(L, L, K)]
+    o += kbest_work_size(L, L, K)
+    fin = work[o:o + K].view(np.int32)  # final labels, then ranks
+    o += K
+    if T > 1:
+        # bound[t, s]: best score of y_t..y_{T-1} given y_t = s, by the same recursion on the
+        # reversed chain with trans.T
+        rev = work[o:o + T * L].reshape((T, L))
+        beta = work[o + T * L:o + 2 * T * L].reshape((T, L, 1))
+        trans_t = work[o + 2 * T * L:o + 2 * T * L + L * L].reshape((L, L))
+        # the copies, with the largest finite magnitudes for the slack (per-column maxima for
+        # unary, two interleaved maxima for trans: independent chains of compares)
+        for s in range(L):
+            work[kw + s] = 0.0
+        for t in range(T):
+            for s in range(L):
+                v = unary[T - 1 - t, s]
+                rev[t, s] = v
+                x = abs(v)
+                x = x if x != np.inf else 0.0
+                work[kw + s] = x if x > work[kw + s] else work[kw + s]
+        umax = 0.0
+        for s in range(L):
+            umax = max(umax, work[kw + s])
+        t0 = 0.0
+        t1 = 0.0
+        for a in range(L):
+            b = 0
+            while b + 1 < L:
+                v0 = trans[b, a]
+                v1 = trans[b + 1, a]
+                trans_t[a, b] = v0
+                trans_t[a, b + 1] = v1
+                x0 = abs(v0)
+                x1 = abs(v1)
+                x0 = x0 if x0 != np.inf else 0.0
+                x1 = x1 if x1 != np.inf else 0.0
+                t0 = x0 if x0 > t0 else t0
+                t1 = x1 if x1 > t1 else t1
+                b += 2
+            if b < L:
+                v0 = trans[b, a]
+                trans_t[a, b] = v0
+                x0 = abs(v0)
+                x0 = x0 if x0 != np.inf else 0.0
+                t0 = x0 if x0 > t0 else t0
+        tabs = max(t0, t1)
+        _chain_forward(MAX_PLUS, 1.0, rev, trans_t, beta, bp_lab[:0], bp_lab[:0], kwork,
+                       bound[:0])
+        for t in range(T):
+            for s in range(L):
+                bound[t, s] = beta[T - 1 - t, s, 0]
+        # tau: the K-th largest best labeling through y_0 (K distinct labelings), kept with
+        # the K largest at kw + 3 L + 2...
+        st = kw + 3 * L
+        for k in range(K):
+            work[st + 2 + k] = -np.inf
+        for s in range(L):
+            v = bound[0, s]
+            if v > work[st + K + 1]:
+                j = K - 1
+                while j > 0 and v > work[st + j + 1]:
+                    work[st + j + 2] = work[st + j + 1]
+                    j -= 1
+                work[st + j + 2] = v
+        work[st] = work[st + K + 1]
+        # slack: the rounding of sums of at most 2T terms, all below T (umax + tabs) in
+        # magnitude, computed in other orders
+        work[st + 1] = 16.0 * (T + 1) * _EPS * T * (umax + tabs)
+        _chain_forward(KBEST, 1.0, unary, trans, alpha, bp_lab, bp_rank, kwork, bound)
+    else:
+        _init_table(unary[0], alpha[0])
+    # the final (+) over the last label: the K best of the lists, ties in (label, rank) order
+    for k in range(K):
+        scores_out[k] = -np.inf
+        fin[k] = -1
+        fin[K + k] = -1
+    for s in range(L):
+        for r in range(K):
+            v = alpha[T - 1, s, r]
+            if not v > scores_out[K - 1]:
+                break
+            j = K - 1
+            while j > 0 and v > scores_out[j - 1]:
+                scores_out[j] = scores_out[j - 1]
+                fin[j] = fin[j - 1]
+                fin[K + j] = fin[K + j - 1]
+                j -= 1
+            scores_out[j] = v
+            fin[j] = s
+            fin[K + j] = r
+    found = 0
+    for k in range(K):
+        if scores_out[k] == -np.inf:
+            for t in range(T):
+                paths_out[k, t] = -1
+            continue
+        found += 1
+        s = fin[k]
+        r = fin[K + k]
+        paths_out[k, T - 1] = s
+        for t in range(T - 1, 0, -1):
+            s_prev = bp_lab[t, s, r]
+            r = bp_rank[t, s, r]
+            s = s_prev
+            paths_out[k, t - 1] = s
+    return found
+
+
+@njit(cache=True, nogil=True)
 def topk_viterbi(unary, trans, K):
     """The ``K`` best distinct labelings of a chain (top-K Viterbi, spec 000 Algo. 2).
 
@@ -461,39 +837,20 @@ def topk_viterbi(unary, trans, K):
 
     Notes
     -----
-    Memory ``O(T L K)``; time ``O(T L^2 K)`` typically (each sorted list is scanned until its
-    first rejected entry), ``O(T L^2 K^2)`` at worst. Ties are broken lexicographically on
-    ``(previous label, rank)``.
+    Memory ``O(T L K)``. Time: one Viterbi pass plus ``O(T L^2 + T L K^2)`` at worst, and on
+    trained models close to ``O(T L)`` for the K-best part, as entries that cannot be among
+    the K best labelings are dropped (``topk_viterbi_into``). Ties are broken
+    lexicographically on ``(previous label, rank)``. ``topk_viterbi_into`` is the same without
+    allocation.
     """
     if K < 1:
         raise ValueError("K must be >= 1")
     T = unary.shape[0]
     L = unary.shape[1]
-    alpha = np.empty((T, L, K))
-    bp_lab = np.empty((T, L, K), dtype=np.int32)
-    bp_rank = np.empty((T, L, K), dtype=np.int32)
-    _chain_forward(KBEST, 1.0, unary, trans, alpha, bp_lab, bp_rank, alpha[0, 0])
-    # the final (+) over the last label is the same K-best insertion, over (label, rank)
-    scores = np.full(K, -np.inf)
-    fin_lab = np.full(K, -1, dtype=np.int32)
-    fin_rank = np.full(K, -1, dtype=np.int32)
-    last = alpha[T - 1]
-    for s in range(L):
-        for l in range(K):
-            if not _insert_sorted(scores, fin_lab, fin_rank, K, last[s, l], s, l):
-                break
-    paths = np.full((K, T), -1, dtype=np.int32)
-    for k in range(K):
-        if scores[k] == -np.inf:
-            break
-        s = fin_lab[k]
-        r = fin_rank[k]
-        paths[k, T - 1] = s
-        for t in range(T - 1, 0, -1):
-            s_prev = bp_lab[t, s, r]
-            r = bp_rank[t, s, r]
-            s = s_prev
-            paths[k, t - 1] = s
+    scores = np.empty(K)
+    paths = np.empty((K, T), dtype=np.int32)
+    work = np.empty(topk_viterbi_work_size(T, L, K))
+    topk_viterbi_into(unary, trans, K, scores, paths, work)
     return scores, paths
 
 
@@ -505,8 +862,8 @@ def topk_viterbi(unary, trans, K):
 @njit(cache=True, nogil=True)
 def _lse_forward(unary, trans, mu, alpha, work):
     """``_chain_forward`` in the log-sum-exp semiring, which keeps no backpointers."""
-    no_bp = np.empty((unary.shape[0], 0, 0), dtype=np.int32)
-    _chain_forward(LOG_SUM_EXP, mu, unary, trans, alpha, no_bp, no_bp, work)
+    no_bp = work[:0].view(np.int32).reshape((0, 0, 0))
+    _chain_forward(LOG_SUM_EXP, mu, unary, trans, alpha, no_bp, no_bp, work, unary[:0])
 
 
 @njit(cache=True, nogil=True)

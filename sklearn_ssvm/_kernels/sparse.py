@@ -11,17 +11,38 @@ from numba import njit
 
 @njit(cache=True, nogil=True)
 def unary_scores_into(indptr, indices, data, t0, t1, W, U):
-    """Write ``U[t - t0] = x_t @ W`` for the tokens ``t0 <= t < t1`` (rows of a CSR matrix)."""
+    """Write ``U[t - t0] = x_t @ W`` for the tokens ``t0 <= t < t1`` (rows of a CSR matrix).
+
+    Four non-zeros are folded per sweep of the row ``U[t - t0]`` (a quarter of its loads and
+    stores, and four rows of ``W`` in flight), adding in the order of the non-zeros as one at a
+    time would: the result is the same to the bit.
+    """
     C = W.shape[1]
     for t in range(t0, t1):
         r = t - t0
         for c in range(C):
             U[r, c] = 0.0
-        for k in range(indptr[t], indptr[t + 1]):
+        k = indptr[t]
+        end = indptr[t + 1]
+        while k + 3 < end:
+            v0 = data[k]
+            v1 = data[k + 1]
+            v2 = data[k + 2]
+            v3 = data[k + 3]
+            r0 = indices[k]
+            r1 = indices[k + 1]
+            r2 = indices[k + 2]
+            r3 = indices[k + 3]
+            for c in range(C):
+                U[r, c] = (((U[r, c] + v0 * W[r0, c]) + v1 * W[r1, c]) + v2 * W[r2, c]
+                           + v3 * W[r3, c])
+            k += 4
+        while k < end:
             v = data[k]
             row = indices[k]
             for c in range(C):
                 U[r, c] += v * W[row, c]
+            k += 1
 
 
 @njit(cache=True, nogil=True)
