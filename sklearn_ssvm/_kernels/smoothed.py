@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, prange
 
 from .batch import CHUNKS, max_length
-from .chain import _insert_sorted, forward_backward, topk_viterbi
+from .chain import _insert_sorted, forward_backward, topk_viterbi_into, topk_viterbi_work_size
 from .labelings import (BINARY, CANDIDATES, CHAIN, MULTICLASS, MULTILABEL_FULL, add_stats,
                         chain_augment, chain_restore, label_loss, labeling_score,
                         multilabel_unary, oracle, oracle_work_size, tree_pair_into)
@@ -75,7 +75,9 @@ def smoothed_oracle_work_size(kind, max_T, n_codes, K):
     """Floats of ``work`` that ``smoothed_oracle`` needs for examples of at most ``max_T``
     tokens, ``n_codes`` columns of ``S(y)`` and ``K`` best outputs."""
     if kind == CHAIN:
-        size = max_T + 2 * K  # saved true-label scores, top-K weights and their scratch
+        # saved true-label scores, the K best scores and labelings, top-K weights and scratch,
+        # top-K Viterbi's tables
+        size = max_T + K + K * max_T + 2 * K + topk_viterbi_work_size(max_T, n_codes, K)
     elif enumerable_outputs(kind):
         size = 3 * (_n_outputs(kind, max_T, n_codes) + K)
     else:
@@ -115,8 +117,11 @@ def _chain_smoothed(U, theta, y_true, edges, smoothing, K, mu, M_i, Q_i, work):
                 for b in range(C):
                     Q_i[a * C + b] += edge[t, a, b]
     else:
-        scores, paths = topk_viterbi(U, trans, K)
-        value = _topk_stats(CHAIN, scores, paths, mu, edges, M_i, Q_i, work[T:])
+        scores = work[T:T + K]
+        paths = work[T + K:T + K + K * T].view(np.int64).reshape((K, T))
+        rest = work[T + K + K * T:]
+        topk_viterbi_into(U, trans, K, scores, paths, rest[2 * K:])
+        value = _topk_stats(CHAIN, scores, paths, mu, edges, M_i, Q_i, rest)
     chain_restore(U, y_true, work[:T])
     return value + 1.0  # the constant part of the loss (chain_augment)
 
