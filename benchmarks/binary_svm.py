@@ -123,7 +123,7 @@ def trace_agm(formulation):
     def trace(X, y, lam, budget):
         def run(k):
             return agm(X, y, lam, formulation=formulation, loss="hinge", fit_intercept=False,
-                       tol=0.0, max_iter=k, verbose=0)
+                       tol=1e-9, max_iter=k, verbose=0)  # primal: smoothing mu = n tol
         res = run(probe_iterations(run, budget))
         return dict(cpu=column(res.history, "cpu", "cpu_time"),
                     J=column(res.history, "primal", "objective"), w=np.ravel(res.coef),

@@ -520,6 +520,9 @@ def agm(X, y, alpha, *, formulation="primal", loss="hinge", fit_intercept=False,
         raise ValueError(f"formulation must be 'primal' or 'dual', got {formulation!r}.")
     if loss not in ("hinge", "f1"):
         raise ValueError(f"loss must be 'hinge' or 'f1', got {loss!r}.")
+    if formulation == "primal" and mu is None and not tol > 0:
+        raise ValueError("the primal formulation smooths the loss by mu = n tol (f1: "
+                         "tol / (2 n log 2)): give tol > 0 or mu > 0.")
     if loss == "f1":
         if formulation == "dual" or fit_intercept:
             raise ValueError("the F1 loss is solved in the primal, without intercept (its dual "
