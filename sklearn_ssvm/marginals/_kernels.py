@@ -318,6 +318,25 @@ def _flip_delta(pot, i, old, new, assign, node_off, edge_off, n_states, inc_ptr,
 
 
 @njit(cache=True, nogil=True)
+def _next_assignment(pot, assign, node_off, edge_off, n_states, inc_ptr, inc_edge, inc_other,
+                     inc_first):
+    """Step ``assign`` to the next joint state (an odometer, node 0 fastest); returns the score
+    change and whether every state has been visited (``assign`` back at all zeros)."""
+    delta = 0.0
+    for i in range(n_states.shape[0]):
+        old = assign[i]
+        new = old + 1
+        if new == n_states[i]:
+            new = 0
+        delta += _flip_delta(pot, i, old, new, assign, node_off, edge_off, n_states, inc_ptr,
+                             inc_edge, inc_other, inc_first)
+        assign[i] = new
+        if new != 0:
+            return delta, False
+    return delta, True
+
+
+@njit(cache=True, nogil=True)
 def brute_force_max(pot, node_off, edges, edge_off, n_states, inc_ptr, inc_edge, inc_other,
                     inc_first):
     """Exhaustive MAP: enumerate all assignments (mixed-radix odometer, incremental scores).
@@ -336,20 +355,11 @@ def brute_force_max(pot, node_off, edges, edge_off, n_states, inc_ptr, inc_edge,
     cur = score(pot, assign, node_off, edges, edge_off, n_states)
     best_val = cur
     while True:
-        i = 0
-        while i < N:
-            old = assign[i]
-            new = old + 1
-            if new == n_states[i]:
-                new = 0
-            cur += _flip_delta(pot, i, old, new, assign, node_off, edge_off, n_states, inc_ptr,
-                               inc_edge, inc_other, inc_first)
-            assign[i] = new
-            if new != 0:
-                break
-            i += 1
-        if i == N:
+        delta, done = _next_assignment(pot, assign, node_off, edge_off, n_states, inc_ptr,
+                                       inc_edge, inc_other, inc_first)
+        if done:
             break
+        cur += delta
         if cur > best_val:
             best_val = cur
             best[:] = assign
@@ -377,20 +387,11 @@ def brute_force_marginals(theta, node_off, edges, edge_off, n_states, inc_ptr, i
         vertex_index(assign, node_off, edges, edge_off, n_states, idx)
         for k in range(N + E):
             out[idx[k]] += p
-        i = 0
-        while i < N:
-            old = assign[i]
-            new = old + 1
-            if new == n_states[i]:
-                new = 0
-            cur += _flip_delta(theta, i, old, new, assign, node_off, edge_off, n_states,
-                               inc_ptr, inc_edge, inc_other, inc_first)
-            assign[i] = new
-            if new != 0:
-                break
-            i += 1
-        if i == N:
+        delta, done = _next_assignment(theta, assign, node_off, edge_off, n_states, inc_ptr,
+                                       inc_edge, inc_other, inc_first)
+        if done:
             break
+        cur += delta
     for j in range(out.shape[0]):
         out[j] /= total
     return np.log(total) + shift
