@@ -700,7 +700,7 @@ def _vertex_atoms(problem, labels, settings):
 
     capacity = settings.get("cache_size", 50) if settings.get("cache", False) else 8
     atoms = solver.ActiveSets.at_labels(problem, capacity=capacity)
-    atoms.labels[0] = labels
+    atoms.labels[:, 0] = labels
     return atoms
 
 

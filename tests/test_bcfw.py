@@ -371,7 +371,7 @@ def test_active_set_store_grows_when_full():
     tiny = ActiveSets.at_labels(problem, capacity=1)
     res = bcfw(problem, 0.05, max_iter=20, tol=0.0, step="pairwise", random_state=0, init=init,
                init_active_sets=tiny)
-    assert res.active_sets.labels.shape[0] > 1
+    assert res.active_sets.labels.shape[1] > 1
     assert res.active_sets.count.max() > 1
     cert = certificate(problem, res.state, weights(problem, res.state, 0.05), 0.05)
     assert cert.gap == pytest.approx(res.certificate.gap)
@@ -416,7 +416,7 @@ def test_cache_hits_save_oracle_calls_and_keep_the_optimum(step):
     assert est.converged_ and est.n_cache_hits_ > 0
     assert est.dual_objective_ <= p_star + 1e-9 <= est.primal_objective_ + 2e-9
     atoms = est.active_sets_
-    assert np.all(atoms.count <= max(3, atoms.labels.shape[0]))
+    assert np.all(atoms.count <= max(3, atoms.labels.shape[1]))
     if step == "fw":
         assert np.all(atoms.count <= 3)
 
@@ -551,3 +551,140 @@ def test_warm_start_to_a_smaller_alpha_keeps_the_primal_point():
         est.fit(X, Y)
         assert est.duality_gap_ == pytest.approx(est.primal_objective_ - est.dual_objective_)
         assert est.primal_objective(X, Y) == pytest.approx(est.primal_objective_)
+
+
+def _structure_problem(kind, rng):
+    """A small problem of each structure kind with random labelings to compare."""
+    from sklearn_ssvm import BinarySVM, CandidateSet
+    if kind == "chain":
+        X, Y = chain_data(rng, n=6, max_len=6)
+        return ChainCRF().prepare(X, Y)
+    if kind == "multiclass":
+        return MulticlassSVM().prepare(rng.normal(size=(6, 3)), rng.integers(0, 4, size=6))
+    if kind == "binary":
+        return BinarySVM().prepare(rng.normal(size=(6, 3)), np.array([0, 1] * 3))
+    if kind == "candidates":
+        X = [rng.normal(size=(5, 3)) for _ in range(6)]
+        losses = [np.r_[0.0, rng.uniform(size=4)] for _ in range(6)]
+        return CandidateSet().prepare(X, losses)
+    X, Y = rng.normal(size=(6, 3)), rng.integers(0, 2, size=(6, 5))
+    return MultiLabel(pairwise=None if kind == "independent" else kind).prepare(X, Y)
+
+
+@pytest.mark.parametrize("kind", ["chain", "multiclass", "binary", "candidates", "independent",
+                                  "tree", "full"])
+def test_sparse_difference_matches_the_dense_statistics(kind):
+    """stats_difference, entries_quadratic and add_entries_outer against add_stats,
+    gram_quadratic and add_outer_into, on random pairs of labelings (equal ones included)."""
+    from sklearn_ssvm._kernels.labelings import add_stats, stats_difference
+    from sklearn_ssvm._kernels.sparse import (add_entries_outer, add_outer_into,
+                                              entries_quadratic, gram_quadratic)
+    rng = np.random.default_rng(31)
+    problem = _structure_problem(kind, rng)
+    gram, gram_off = problem.gram
+    C, p, tok, nodes = problem.n_codes, problem.n_pair, problem.tok_offsets, problem.node_offsets
+    n_labels = {"chain": C, "multiclass": C, "binary": 2}.get(kind)
+    for i in range(problem.n_samples):
+        T, size = tok[i + 1] - tok[i], nodes[i + 1] - nodes[i]
+        high = T if kind == "candidates" else (n_labels or 2)
+        for trial in range(6):
+            a = rng.integers(0, high, size=size).astype(np.int32)
+            b = a.copy() if trial == 0 else rng.integers(0, high, size=size).astype(np.int32)
+            D, dq = np.zeros((T, C)), np.zeros(p)
+            add_stats(problem.kind, a, 1.0, D, dq, problem.edges)
+            add_stats(problem.kind, b, -1.0, D, dq, problem.edges)
+            rows, cols = np.empty(2 * size, np.int64), np.empty(2 * size, np.int64)
+            vals = np.empty(2 * size)
+            q_index = np.empty(2 * max(size, problem.edges.shape[0]), np.int64)
+            q_vals = np.empty(q_index.shape[0])
+            n_s, n_q = stats_difference(problem.kind, a, b, problem.edges, C, rows, cols, vals,
+                                        q_index, q_vals)
+            D_sparse, dq_sparse = np.zeros((T, C)), np.zeros(p)
+            np.add.at(D_sparse, (rows[:n_s], cols[:n_s]), vals[:n_s])
+            np.add.at(dq_sparse, q_index[:n_q], q_vals[:n_q])
+            np.testing.assert_array_equal(D_sparse, D)
+            np.testing.assert_array_equal(dq_sparse, dq)
+            assert (n_s == 0) == (trial == 0 or np.array_equal(a, b))
+            dense_quad = gram_quadratic(gram, gram_off[i], T, D) + dq @ dq
+            assert entries_quadratic(gram, gram_off[i], T, rows, cols, vals, n_s, q_index,
+                                     q_vals, n_q) == pytest.approx(dense_quad, abs=1e-12)
+            W_dense = rng.normal(size=(problem.n_features, C))
+            W_sparse = W_dense.copy()
+            add_outer_into(problem.indptr, problem.indices, problem.data, tok[i], tok[i + 1],
+                           D, -0.7, W_dense)
+            add_entries_outer(problem.indptr, problem.indices, problem.data, tok[i], rows, cols,
+                              vals, n_s, -0.7, W_sparse)
+            np.testing.assert_allclose(W_sparse, W_dense, atol=1e-12)
+
+
+@pytest.mark.parametrize("structure", [ChainCRF(), MulticlassSVM(), MultiLabel(pairwise="tree")])
+@pytest.mark.parametrize("cache", [False, True])
+def test_sparse_pairwise_steps_equal_the_dense_ones(structure, cache):
+    """Pairwise steps move along sparse directions; with (infinite) bounds the kernel takes its
+    dense path. From the same dual point, a pass of each makes the same steps to rounding.
+    (Not whole runs: where two labelings score the same, rounding breaks the tie either way.)"""
+    from sklearn_ssvm._kernels.bcfw import PAIRWISE, bcfw_pass
+    from sklearn_ssvm.solvers.bcfw import DualState
+    rng = np.random.default_rng(32)
+    if isinstance(structure, ChainCRF):
+        X, Y = chain_data(rng, n=25)
+    elif isinstance(structure, MultiLabel):
+        X, Y = rng.normal(size=(30, 4)), rng.integers(0, 2, size=(30, 4))
+    else:
+        X, Y = rng.normal(size=(30, 4)), rng.integers(0, 3, size=30)
+    problem = structure.prepare(X, Y)
+    n, alpha = problem.n_samples, 0.05
+    start = bcfw(problem, alpha, max_iter=4, tol=0.0, step="pairwise", cache=cache,
+                 cache_size=6, random_state=3)  # a generic point: scores without ties
+    gram, gram_off = problem.gram
+    order = rng.permutation(n)
+    p = problem.n_pair
+    runs = []
+    for bounded in (False, True):
+        state, atoms = start.state.copy(), start.active_sets.copy()
+        coef = weights(problem, state, alpha)
+        W, theta = problem.split_coef(coef)
+        box = NO_BOX
+        if bounded:
+            box = (np.full(W.shape, -np.inf), np.full(W.shape, np.inf), np.full(p, -np.inf),
+                   np.full(p, np.inf))
+        scored = problem.split_coef(coef.copy()) if bounded else (W, theta)
+        estimates = start.gap_estimates.copy()
+        done, full, hits = bcfw_pass(
+            *problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, *scored,
+            *box, state.M, state.Q, state.ell_blocks, alpha, order, 0, n, np.zeros(0), False,
+            -1.0, estimates, PAIRWISE, atoms.labels, atoms.weights, atoms.count, cache, 0.25,
+            1e-12, 0, *DualState.zeros_like(state, rows=False).arrays())  # no hits of gap ~0
+        assert done == n and not full
+        runs.append((coef, state, atoms, estimates, hits))
+    (c1, s1, a1, e1, h1), (c2, s2, a2, e2, h2) = runs
+    assert h1 == h2
+    np.testing.assert_array_equal(a1.count, a2.count)
+    np.testing.assert_array_equal(a1.labels, a2.labels)
+    np.testing.assert_allclose(a1.weights, a2.weights, atol=1e-12)
+    np.testing.assert_allclose(c1, c2, atol=1e-12)
+    for x, y in zip(s1.arrays(), s2.arrays()):
+        np.testing.assert_allclose(x, y, atol=1e-12)
+    np.testing.assert_allclose(e1, e2, atol=1e-12)
+
+
+def test_prefetch_accepts_contiguous_arrays_only():
+    """The prefetch hint compiles for the arrays the kernels pass (any dtype, 1-D or 2-D,
+    empty spans) and refuses non-contiguous ones at compile time."""
+    import numba
+    from numba import njit
+    from sklearn_ssvm._kernels.prefetch import prefetch, prefetch_rows, prefetch_span
+
+    for arr in (np.arange(10.0), np.arange(12, dtype=np.int32).reshape(3, 4),
+                np.zeros(0, dtype=np.int64)):
+        prefetch_span(arr, 0, arr.size)
+        prefetch_span(arr, 3, 3)  # empty span: nothing to fetch
+    W = np.zeros((5, 3))
+    prefetch_rows(np.array([4, 0, 2], dtype=np.int32), 0, 3, W)
+
+    @njit
+    def strided(a):
+        prefetch(a[::2], 1)
+
+    with pytest.raises(numba.core.errors.TypingError):
+        strided(np.arange(10.0))

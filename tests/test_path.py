@@ -416,7 +416,7 @@ def test_proposition_1_on_active_sets(step, cache):
                random_state=0)
     rho = 0.4
     atoms = rescale_active_sets(problem, res.active_sets, rho)
-    assert np.all(atoms.count <= atoms.labels.shape[0])
+    assert np.all(atoms.count <= atoms.labels.shape[1])
     if step == "fw":  # weights are bookkeeping only: y_i is in every block's store
         return
     expected = keep_primal_rescale(res.state, rho, DualState.at_labels(problem))

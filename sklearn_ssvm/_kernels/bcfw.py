@@ -16,16 +16,20 @@ Every step type moves block i along a direction ``(D, dq, dl)`` in label space (
 Along a direction, ``f(gamma)`` decreases at rate ``N = (<D, U> + <dq, theta>)/n + dl`` and has
 curvature ``(||X_i^T D||^2 + ||dq||^2) / (lambda n^2)``, so ``gamma* = N lambda n^2 / quad``.
 Pairwise and away steps need the active set of each block: its atoms are stored as labelings
-(``atom_y[k, node_off[i]:node_off[i+1]]``) with weights ``atom_w[i, k]`` (``atom_n[i]`` of them).
+(``atom_y[node_off[i]:node_off[i+1], k]``) with weights ``atom_w[i, k]`` (``atom_n[i]`` of them).
+Rows are label variables and columns atoms, so all the labelings of a block are contiguous: a
+step scoring a block's cached labelings reads a few cache lines, not one per labeling.
 """
 import numpy as np
 from numba import njit
 
 from .batch import max_length
 from .labelings import (add_stats, expected_score, label_loss, labeling_score, oracle,
-                        oracle_work_size)
+                        oracle_work_size, stats_difference)
+from .prefetch import prefetch_rows, prefetch_span
 from .sampling import sum_tree, sum_tree_sample, sum_tree_total, sum_tree_update
-from .sparse import add_outer_into, clip_rows, gram_quadratic, unary_scores_into
+from .sparse import (add_entries_outer, add_outer_into, clip_rows, entries_quadratic,
+                     gram_quadratic, unary_scores_into)
 
 FW = 0
 PAIRWISE = 1
@@ -38,7 +42,7 @@ def _find_atom(atom_y, atom_n, i, n0, n1, ys):
     for k in range(atom_n[i]):
         same = True
         for j in range(n1 - n0):
-            if atom_y[k, n0 + j] != ys[j]:
+            if atom_y[n0 + j, k] != ys[j]:
                 same = False
                 break
         if same:
@@ -51,7 +55,7 @@ def _remove_atom(atom_y, atom_w, atom_n, i, n0, n1, k):
     """Drop atom ``k`` of block ``i`` (the last atom takes its place)."""
     last = atom_n[i] - 1
     if k != last:
-        atom_y[k, n0:n1] = atom_y[last, n0:n1]
+        atom_y[n0:n1, k] = atom_y[n0:n1, last]
         atom_w[i, k] = atom_w[i, last]
     atom_w[i, last] = 0.0
     atom_n[i] = last
@@ -83,11 +87,77 @@ def _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s, away, may_
         if away == atom_n[i]:
             away = victim
     k = atom_n[i]
-    atom_y[k, n0:n1] = ys
+    atom_y[n0:n1, k] = ys
     atom_w[i, k] = 0.0
     H_atoms[k] = H_s
     atom_n[i] += 1
     return k, away
+
+
+#: weight matrices of more doubles than this (1 MB) get their rows prefetched a step ahead
+LARGE_WEIGHTS = 1 << 17
+
+
+@njit(cache=True, nogil=True)
+def _prefetch_block(i, indptr, indices, data, tok_off, y, node_off, tok_loss, gram, gram_off,
+                    M, Q, atom_y, atom_w):
+    """Start fetching what a step on block ``i`` reads: its rows of ``M`` and ``Q``, its CSR
+    slice, Gram matrix, labels, losses, atoms and their weights. See ``prefetch.py``."""
+    t0 = tok_off[i]
+    t1 = tok_off[i + 1]
+    C = M.shape[1]
+    p = Q.shape[1]
+    prefetch_span(M, t0 * C, t1 * C)
+    prefetch_span(Q, i * p, (i + 1) * p)
+    prefetch_span(indptr, t0, t1 + 1)
+    prefetch_span(indices, indptr[t0], indptr[t1])
+    prefetch_span(data, indptr[t0], indptr[t1])
+    prefetch_span(gram, gram_off[i], gram_off[i + 1])
+    prefetch_span(y, node_off[i], node_off[i + 1])
+    prefetch_span(tok_loss, t0, t1)
+    cap = atom_w.shape[1]
+    prefetch_span(atom_w, i * cap, (i + 1) * cap)
+    prefetch_span(atom_y, node_off[i] * cap, node_off[i + 1] * cap)
+
+
+@njit(cache=True, nogil=True)
+def _dense_direction(kind, edges, M, Q, t0, i, T, n0, n1, yi, ys, L_s, losses, atom_y, away,
+                     away_step, pairwise, ell_i, n, D, dq, gram, g0):
+    """Write a step's direction ``(D, dq)`` densely; return its ``dl`` and curvature
+    ``||X_i^T D||^2 + ||dq||^2``."""
+    C = D.shape[1]
+    for t in range(T):
+        for c in range(C):
+            D[t, c] = M[t0 + t, c] if away_step else (0.0 if pairwise else -M[t0 + t, c])
+    for j in range(dq.shape[0]):
+        dq[j] = Q[i, j] if away_step else (0.0 if pairwise else -Q[i, j])
+    if away_step:  # D = M_i - S(y_a)
+        add_stats(kind, atom_y[n0:n1, away], -1.0, D, dq, edges)
+        dl = ell_i - label_loss(kind, yi, atom_y[n0:n1, away], losses) / n
+    elif pairwise:  # D = S(y*) - S(y_a)
+        add_stats(kind, ys, 1.0, D, dq, edges)
+        add_stats(kind, atom_y[n0:n1, away], -1.0, D, dq, edges)
+        dl = (L_s - label_loss(kind, yi, atom_y[n0:n1, away], losses)) / n
+    else:  # Frank-Wolfe: D = S(y*) - M_i
+        add_stats(kind, ys, 1.0, D, dq, edges)
+        dl = L_s / n - ell_i
+    quad = gram_quadratic(gram, g0, T, D)
+    for j in range(dq.shape[0]):
+        quad += dq[j] * dq[j]
+    return dl, quad
+
+
+@njit(cache=True, nogil=True)
+def _apply_entries(indptr, indices, data, t0, i, rows, cols, vals, n_s, q_index, q_vals, n_q,
+                   gamma, step, M, Q, theta, W):
+    """Move block ``i`` by ``gamma`` along the sparse direction ``(D, dq)`` (entries), and the
+    weights by ``step = -gamma / (lambda n)`` times its image ``X_i^T D (+) dq``."""
+    for e in range(n_s):
+        M[t0 + rows[e], cols[e]] += gamma * vals[e]
+    for e in range(n_q):
+        Q[i, q_index[e]] += gamma * q_vals[e]
+        theta[q_index[e]] += step * q_vals[e]
+    add_entries_outer(indptr, indices, data, t0, rows, cols, vals, n_s, step, W)
 
 
 @njit(cache=True, nogil=True)
@@ -122,6 +192,10 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     the line search keeps its curvature in ``v``. Without bounds (zero-size bound arrays) pass
     ``Wc is W`` and ``theta_c is theta``.
 
+    Blocks known ahead are prefetched (``prefetch.py``): ``first_blocks[b + 2]`` and, for large
+    weight matrices, the weight rows of ``first_blocks[b + 1]``; a gap-sampling draw is made as
+    soon as the sampler is final for the step (right after the oracle) and its block prefetched.
+
     Returns ``(steps_done, needs_room, cache_hits)``: ``needs_room`` is True when a block's atom
     store is full of active atoms and step ``steps_done`` could not be made; grow
     ``atom_y``/``atom_w`` and call again with ``start = steps_done``.
@@ -134,11 +208,22 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     U_buf = np.empty((max_T, C))
     D_buf = np.empty((max_T, C))
     dq = np.empty(p)
-    y_buf = np.empty(max_length(node_off), dtype=np.int32)
+    max_nodes = max_length(node_off)
+    y_buf = np.empty(max_nodes, dtype=np.int32)
     H_atoms = np.empty(cap)
+    # sparse pairwise steps: the entries of S(y*) - S(y_a) and q(y*) - q(y_a)
+    rows = np.empty(2 * max_nodes, dtype=np.int64)
+    cols = np.empty(2 * max_nodes, dtype=np.int64)
+    vals = np.empty(2 * max_nodes)
+    q_index = np.empty(2 * max(max_nodes, edges.shape[0]), dtype=np.int64)
+    q_vals = np.empty(q_index.shape[0])
     work = np.empty(oracle_work_size(kind, max_T, C))
     lam_n = lam * n
     averaging = VM.shape[0] > 0
+    bounded = lower_W.shape[0] > 0
+    # a pairwise step moves mass between two labelings: its direction has a few non-zeros,
+    # and the expected score comes from the atoms, so the step never reads M_i or Q_i densely
+    sparse_steps = step_type == PAIRWISE and not averaging and not bounded
     weights = np.empty(n)
     n_unvisited = 0
     for j in range(n):
@@ -149,17 +234,26 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             weights[j] = max(gap_estimates[j], 0.0)
     tree = sum_tree(weights)
     keep_atoms = step_type != FW or use_cache
-    bounded = lower_W.shape[0] > 0
     n_hits = 0
+    n_first = first_blocks.shape[0]
+    large_weights = W.shape[0] * W.shape[1] > LARGE_WEIGHTS
+    drawn = -1  # the next step's gap-sampling draw, made ahead to prefetch its block
     for b in range(start, n_steps):
         if n_unvisited == 0 and sum_tree_total(tree) <= exit_below:
             return b, False, n_hits
-        if b < first_blocks.shape[0]:
+        if b < n_first:
             i = first_blocks[b]
         elif gap_sampling and sum_tree_total(tree) > 0.0:
-            i = sum_tree_sample(tree, uniforms[b])
+            i = drawn if drawn >= 0 else sum_tree_sample(tree, uniforms[b])
         else:
             return b, False, n_hits
+        drawn = -1
+        if b + 2 < n_first:
+            _prefetch_block(first_blocks[b + 2], indptr, indices, data, tok_off, y, node_off,
+                            tok_loss, gram, gram_off, M, Q, atom_y, atom_w)
+        if large_weights and b + 1 < n_first:
+            j = first_blocks[b + 1]
+            prefetch_rows(indices, indptr[tok_off[j]], indptr[tok_off[j + 1]], Wc)
         t0 = tok_off[i]
         T = tok_off[i + 1] - t0
         n0 = node_off[i]
@@ -170,15 +264,18 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         yi = y[n0:n1]
         ys = y_buf[:n1 - n0]
         losses = tok_loss[t0:t0 + T]
-        # expected value of H_i under alpha_i, minus the loss part: <U, M_i> + <theta, Q_i>
-        expected = expected_score(U, theta_c, M, Q, t0, i)
+        # expected value of H_i under alpha_i, minus the loss part: <U, M_i> + <theta, Q_i>,
+        # which is also sum_k alpha_k score(y_k) over the atoms
+        expected = 0.0 if sparse_steps else expected_score(U, theta_c, M, Q, t0, i)
         # the atoms' values H_i(y) = L(y_i, y) + score(y) (cached corners and active set)
         best = -1
         away = -1
         if keep_atoms:
             for k in range(atom_n[i]):
-                H_atoms[k] = (label_loss(kind, yi, atom_y[k, n0:n1], losses)
-                              + labeling_score(kind, U, theta_c, atom_y[k, n0:n1], edges))
+                score_k = labeling_score(kind, U, theta_c, atom_y[n0:n1, k], edges)
+                H_atoms[k] = label_loss(kind, yi, atom_y[n0:n1, k], losses) + score_k
+                if sparse_steps:
+                    expected += atom_w[i, k] * score_k
                 if best < 0 or H_atoms[k] > H_atoms[best]:
                     best = k
                 if atom_w[i, k] > 0.0 and (away < 0 or H_atoms[k] < H_atoms[away]):
@@ -191,7 +288,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
                    and cached_gap >= cache_min_gap)
         if hit:
             k_star = best
-            ys[:] = atom_y[best, n0:n1]
+            ys[:] = atom_y[n0:n1, best]
             H_s = H_atoms[best]
             gap = cached_gap
             n_hits += 1
@@ -210,6 +307,13 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
                                             away, step_type == FW)
                 if k_star < 0:
                     return b, True, n_hits
+        # the sampler is final for this step: draw the next block now (the draw the next step
+        # would make) and fetch its data while this step updates
+        if (gap_sampling and b + 1 >= n_first and b + 1 < n_steps
+                and sum_tree_total(tree) > 0.0):
+            drawn = sum_tree_sample(tree, uniforms[b + 1])
+            _prefetch_block(drawn, indptr, indices, data, tok_off, y, node_off, tok_loss, gram,
+                            gram_off, M, Q, atom_y, atom_w)
         L_s = label_loss(kind, yi, ys, losses)
         # the step's direction (D, dq, dl), rate of decrease and largest step
         numerator = gap
@@ -230,24 +334,18 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             gamma_max = atom_w[i, away]
         if numerator <= 0.0:
             continue
-        for t in range(T):
-            for c in range(C):
-                D[t, c] = M[t0 + t, c] if away_step else (0.0 if pairwise else -M[t0 + t, c])
-        for j in range(p):
-            dq[j] = Q[i, j] if away_step else (0.0 if pairwise else -Q[i, j])
-        if away_step:  # D = M_i - S(y_a)
-            add_stats(kind, atom_y[away, n0:n1], -1.0, D, dq, edges)
-            dl = ell_blocks[i] - label_loss(kind, yi, atom_y[away, n0:n1], losses) / n
-        elif pairwise:  # D = S(y*) - S(y_a)
-            add_stats(kind, ys, 1.0, D, dq, edges)
-            add_stats(kind, atom_y[away, n0:n1], -1.0, D, dq, edges)
-            dl = (L_s - label_loss(kind, yi, atom_y[away, n0:n1], losses)) / n
-        else:  # Frank-Wolfe: D = S(y*) - M_i
-            add_stats(kind, ys, 1.0, D, dq, edges)
-            dl = L_s / n - ell_blocks[i]
-        quad = gram_quadratic(gram, gram_off[i], T, D)
-        for j in range(p):
-            quad += dq[j] * dq[j]
+        n_s = n_q = 0
+        if sparse_steps:  # D = S(y*) - S(y_a) as entries
+            ya = atom_y[n0:n1, away]
+            n_s, n_q = stats_difference(kind, ys, ya, edges, C, rows, cols, vals, q_index,
+                                        q_vals)
+            dl = (L_s - label_loss(kind, yi, ya, losses)) / n
+            quad = entries_quadratic(gram, gram_off[i], T, rows, cols, vals, n_s, q_index,
+                                     q_vals, n_q)
+        else:
+            dl, quad = _dense_direction(kind, edges, M, Q, t0, i, T, n0, n1, yi, ys, L_s, losses,
+                                        atom_y, away, away_step, pairwise, ell_blocks[i], n, D,
+                                        dq, gram, gram_off[i])
         # exact line search: gamma* = N lambda n^2 / quad, clipped to [0, gamma_max]
         gamma = gamma_max if quad <= 0.0 else min(gamma_max, numerator * lam_n * n / quad)
         if gamma <= 0.0:
@@ -257,14 +355,18 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
                                         away, False)
             if k_star < 0:
                 return b, True, n_hits
-        for t in range(T):
-            for c in range(C):
-                M[t0 + t, c] += gamma * D[t, c]
         step = -gamma / lam_n
-        for j in range(p):
-            Q[i, j] += gamma * dq[j]
-            theta[j] += step * dq[j]
-        add_outer_into(indptr, indices, data, t0, t0 + T, D, step, W)
+        if sparse_steps:
+            _apply_entries(indptr, indices, data, t0, i, rows, cols, vals, n_s, q_index, q_vals,
+                           n_q, gamma, step, M, Q, theta, W)
+        else:
+            for t in range(T):
+                for c in range(C):
+                    M[t0 + t, c] += gamma * D[t, c]
+            for j in range(p):
+                Q[i, j] += gamma * dq[j]
+                theta[j] += step * dq[j]
+            add_outer_into(indptr, indices, data, t0, t0 + T, D, step, W)
         if bounded:
             clip_rows(indptr, indices, t0, t0 + T, W, lower_W, upper_W, Wc)
             for j in range(p):
@@ -298,7 +400,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             atom_w[i, k_star] = 1.0 if gamma >= 1.0 else atom_w[i, k_star] + gamma
             dropped = -1
             if gamma >= 1.0 and not use_cache:
-                atom_y[0, n0:n1] = ys
+                atom_y[n0:n1, 0] = ys
                 atom_w[i, 0] = 1.0
                 for k in range(1, atom_n[i]):
                     atom_w[i, k] = 0.0
@@ -329,8 +431,8 @@ def state_from_atoms(kind, edges, tok_off, y, node_off, tok_loss, atom_y, atom_w
         ell = 0.0
         for k in range(atom_n[i]):
             atom_w[i, k] /= total
-            add_stats(kind, atom_y[k, n0:n1], atom_w[i, k], M[tok_off[i]:tok_off[i + 1]], Q[i],
+            add_stats(kind, atom_y[n0:n1, k], atom_w[i, k], M[tok_off[i]:tok_off[i + 1]], Q[i],
                       edges)
-            ell += atom_w[i, k] * label_loss(kind, y[n0:n1], atom_y[k, n0:n1],
+            ell += atom_w[i, k] * label_loss(kind, y[n0:n1], atom_y[n0:n1, k],
                                              tok_loss[tok_off[i]:tok_off[i + 1]])
         ell_blocks[i] = ell / n

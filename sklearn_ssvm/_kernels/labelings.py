@@ -57,6 +57,68 @@ def add_stats(kind, y, coef, S, q, edges):
 
 
 @njit(cache=True, nogil=True)
+def stats_difference(kind, y_plus, y_minus, edges, n_codes, rows, cols, vals, q_index, q_vals):
+    """The non-zeros of ``S(y+) - S(y-)`` and ``q(y+) - q(y-)``, parts that cancel left out.
+
+    Writes entries ``(rows[e], cols[e], vals[e])`` of the statistics difference and
+    ``(q_index[e], q_vals[e])`` of the interaction difference; returns their counts. Buffers of
+    ``2 * len(y)`` and ``2 * max(len(y), n_edges)`` entries suffice. Two labelings that differ
+    in a few variables give a few entries, which is what makes a pairwise step sparse.
+    """
+    n_s = 0
+    n_q = 0
+    if kind == CHAIN:
+        for t in range(y_plus.shape[0]):
+            a = y_plus[t]
+            b = y_minus[t]
+            if a != b:
+                rows[n_s] = t
+                cols[n_s] = a
+                vals[n_s] = 1.0
+                rows[n_s + 1] = t
+                cols[n_s + 1] = b
+                vals[n_s + 1] = -1.0
+                n_s += 2
+            if t > 0 and (a != b or y_plus[t - 1] != y_minus[t - 1]):
+                q_index[n_q] = y_plus[t - 1] * n_codes + a
+                q_vals[n_q] = 1.0
+                q_index[n_q + 1] = y_minus[t - 1] * n_codes + b
+                q_vals[n_q + 1] = -1.0
+                n_q += 2
+    elif kind == MULTICLASS or kind == CANDIDATES:
+        if y_plus[0] != y_minus[0]:
+            for e in range(2):
+                label = y_plus[0] if e == 0 else y_minus[0]
+                rows[e] = 0 if kind == MULTICLASS else label
+                cols[e] = label if kind == MULTICLASS else 0
+                vals[e] = 1.0 if e == 0 else -1.0
+            n_s = 2
+    elif kind == BINARY:
+        if y_plus[0] != y_minus[0]:
+            rows[0] = 0
+            cols[0] = 0
+            vals[0] = float(y_plus[0] - y_minus[0])  # S(y) = y - 1/2
+            n_s = 1
+    else:
+        for k in range(y_plus.shape[0]):
+            if y_plus[k] != y_minus[k]:
+                rows[n_s] = 0
+                cols[n_s] = k
+                vals[n_s] = float(y_plus[k] - y_minus[k])
+                n_s += 1
+        for e in range(edges.shape[0]):
+            u = edges[e, 0]
+            v = edges[e, 1]
+            if y_plus[u] != y_minus[u] or y_plus[v] != y_minus[v]:
+                q_index[n_q] = 4 * e + 2 * y_plus[u] + y_plus[v]
+                q_vals[n_q] = 1.0
+                q_index[n_q + 1] = 4 * e + 2 * y_minus[u] + y_minus[v]
+                q_vals[n_q + 1] = -1.0
+                n_q += 2
+    return n_s, n_q
+
+
+@njit(cache=True, nogil=True)
 def label_loss(kind, y_true, y, losses):
     """Task loss: Hamming normalised by the length for chains and multi-label, the given loss
     of the candidate for candidate sets (``losses``: the example's per-token losses), else 0-1."""

@@ -76,6 +76,35 @@ def gram_quadratic(gram, g0, T, D):
 
 
 @njit(cache=True, nogil=True)
+def add_entries_outer(indptr, indices, data, t0, rows, cols, vals, n_entries, scale, W):
+    """``W += scale * X_i^T D`` for a sparse ``D`` given by entries ``(rows, cols, vals)``
+    (``rows`` relative to the example's first token ``t0``): one CSR row per entry."""
+    for e in range(n_entries):
+        t = t0 + rows[e]
+        c = cols[e]
+        v = scale * vals[e]
+        for k in range(indptr[t], indptr[t + 1]):
+            W[indices[k], c] += v * data[k]
+
+
+@njit(cache=True, nogil=True)
+def entries_quadratic(gram, g0, T, rows, cols, vals, n_entries, q_index, q_vals, n_q):
+    """``||X_i^T D||_F^2 + ||dq||^2`` for sparse ``D`` (entries ``rows, cols, vals``; ``G`` the
+    example's token Gram matrix at ``gram[g0:]``) and sparse ``dq`` (entries ``q_index,
+    q_vals``): ``sum_{e,f} v_e v_f G[r_e, r_f] [c_e = c_f]`` plus the same for ``dq``."""
+    total = 0.0
+    for e in range(n_entries):
+        for f in range(n_entries):
+            if cols[e] == cols[f]:
+                total += vals[e] * vals[f] * gram[g0 + rows[e] * T + rows[f]]
+    for e in range(n_q):
+        for f in range(n_q):
+            if q_index[e] == q_index[f]:
+                total += q_vals[e] * q_vals[f]
+    return total
+
+
+@njit(cache=True, nogil=True)
 def token_gram(indptr, indices, data, tok_offsets, n_features):
     """Per-example token Gram matrices ``X_i X_i^T`` packed flat, with their offsets."""
     n = tok_offsets.shape[0] - 1

@@ -56,8 +56,9 @@ class DualState:
 class ActiveSets:
     """The atoms of every block, stored as labelings (spec 002 §4.1, §10.3 'labels').
 
-    Atom ``k`` of block ``i`` is the labeling ``labels[k, node_offsets[i]:node_offsets[i+1]]``
-    with weight ``weights[i, k] = alpha_i(y)``; block ``i`` has ``count[i]`` atoms.
+    Atom ``k`` of block ``i`` is the labeling ``labels[node_offsets[i]:node_offsets[i+1], k]``
+    with weight ``weights[i, k] = alpha_i(y)``; block ``i`` has ``count[i]`` atoms. A block's
+    labelings are contiguous in memory (rows: label variables, columns: atoms).
     """
 
     labels: np.ndarray
@@ -67,8 +68,8 @@ class ActiveSets:
     @classmethod
     def at_labels(cls, problem, capacity=8):
         """One atom per block, the true labeling, with weight 1 (Alg. 3 lines 2-3)."""
-        labels = np.zeros((capacity, problem.y.shape[0]), dtype=np.int32)
-        labels[0] = problem.y
+        labels = np.zeros((problem.y.shape[0], capacity), dtype=np.int32)
+        labels[:, 0] = problem.y
         weights = np.zeros((problem.n_samples, capacity))
         weights[:, 0] = 1.0
         return cls(labels, weights, np.ones(problem.n_samples, dtype=np.int32))
@@ -76,13 +77,13 @@ class ActiveSets:
     @classmethod
     def none(cls, problem):
         """Empty store, for plain Frank-Wolfe steps."""
-        return cls(np.zeros((0, problem.y.shape[0]), dtype=np.int32),
+        return cls(np.zeros((problem.y.shape[0], 0), dtype=np.int32),
                    np.zeros((problem.n_samples, 0)), np.zeros(problem.n_samples, np.int32))
 
     def grown(self):
         """The same atoms with twice the room per block."""
-        extra = max(self.labels.shape[0], 1)
-        return ActiveSets(np.vstack([self.labels, np.zeros((extra, self.labels.shape[1]),
+        extra = max(self.labels.shape[1], 1)
+        return ActiveSets(np.hstack([self.labels, np.zeros((self.labels.shape[0], extra),
                                                            dtype=np.int32)]),
                           np.hstack([self.weights, np.zeros((self.weights.shape[0], extra))]),
                           self.count)
@@ -126,8 +127,8 @@ def rescale_active_sets(problem, atoms, rho):
     n = problem.n_samples
     starts = problem.node_offsets[:-1]
     found = np.full(n, -1)
-    for k in range(labels.shape[0]):
-        same = np.minimum.reduceat((labels[k] == problem.y).astype(np.int8), starts) > 0
+    for k in range(labels.shape[1]):
+        same = np.minimum.reduceat((labels[:, k] == problem.y).astype(np.int8), starts) > 0
         hit = same & (k < count) & (found < 0)
         found[hit] = k
     has = found >= 0
@@ -135,14 +136,14 @@ def rescale_active_sets(problem, atoms, rho):
     off = problem.node_offsets
     for i in np.flatnonzero(~has):
         k = count[i]
-        if k == labels.shape[0]:  # full store: reuse an inactive (cached) slot, else grow
+        if k == labels.shape[1]:  # full store: reuse an inactive (cached) slot, else grow
             inactive = np.flatnonzero(wts[i, :k] == 0.0)
             if inactive.size:
                 k = inactive[0]
             else:
-                labels = np.vstack([labels, np.zeros((1, labels.shape[1]), labels.dtype)])
+                labels = np.hstack([labels, np.zeros((labels.shape[0], 1), labels.dtype)])
                 wts = np.hstack([wts, np.zeros((n, 1))])
-        labels[k, off[i]:off[i + 1]] = problem.y[off[i]:off[i + 1]]
+        labels[off[i]:off[i + 1], k] = problem.y[off[i]:off[i + 1]]
         wts[i, k] = 1.0 - rho
         count[i] = max(count[i], k + 1)
     return ActiveSets(labels, wts, count)
