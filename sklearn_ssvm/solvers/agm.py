@@ -16,6 +16,13 @@ structured hinge (M3N) of any structure (§1.3, 4a); and elastic net (Example 6)
 Numerical safety (§5.3): AGM-EF-inf works with ``1/A_k`` and accumulators divided by ``A_k``
 (weighted averages), so nothing overflows when ``A_k`` grows geometrically; a trial step
 commits nothing until its acceptance test passes.
+
+Matrix products: ``f`` sees its argument only through a linear image (``X w`` for the primal
+losses, ``X^T (y a)`` for the SVM dual), and ``u`` and ``x_{k+1}`` are affine combinations of
+``x_k`` and ``z_k``, so the solver carries the images of ``x`` and ``z`` along and each trial
+costs two products with ``X`` (the image of ``z_{k+1}`` and one inside the gradient) instead
+of three. The carried images are recomputed every ``IMAGE_REFRESH`` iterations so that
+rounding cannot accumulate in the certificates.
 """
 from dataclasses import dataclass
 
@@ -36,6 +43,9 @@ ACCEPT_SLACK = 1e-12
 
 #: most trials of the Lipschitz estimate per iteration (each multiplies it by gamma_u)
 MAX_TRIALS = 60
+
+#: iterations between exact recomputations of the carried images of ``x`` and ``z``
+IMAGE_REFRESH = 50
 
 
 @dataclass
@@ -86,6 +96,8 @@ class _Trial:
 
     x: np.ndarray
     z: np.ndarray
+    image_x: np.ndarray
+    image_z: np.ndarray
     value: float
     info: object
     theta: float
@@ -101,7 +113,7 @@ def _average(avg, new, theta):
                  for a, v in zip(avg, new))
 
 
-def _ef_inf_trial(oracle, x, z, state, L):
+def _ef_inf_trial(oracle, x, z, image_x, image_z, state, L):
     """One trial of AGM-EF-inf (Algorithm 1 steps 5-10, ``lambda_1 = 0``, ``sigma = 1``) in
     normalised form (§5.3): ``state = (s, G, C)`` with ``s = 1/A_k``, ``G = sum a_i grad f(u_i)
     / A_k`` and ``C = sum a_i (f(u_i) - <grad f(u_i), u_i>) / A_k``, so that
@@ -119,42 +131,52 @@ def _ef_inf_trial(oracle, x, z, state, L):
         # weight of z_k in u_{k+1} (step 6 with tau_1 = A_k (s + lam), tau_3 = lam A_k theta)
         theta_z = theta * (s + lam) / (s + lam + lam * theta)
     u = x + theta_z * (z - x)
-    fu, gu, by = oracle.gradient(u)
+    fu, gu, by = oracle.gradient(u, image_x + theta_z * (image_z - image_x))
     G_new = gu if G is None else (1.0 - theta) * G + theta * gu
     C_new = (1.0 - theta) * (C or 0.0) + theta * (fu - gu @ u)
     z_new = oracle.model_min(s_new * oracle.x0 - G_new, s_new)
+    image_z_new = oracle.image(z_new)
     x_new = x + theta * (z_new - x)
+    image_x_new = image_x + theta * (image_z_new - image_x)
     diff = z_new - oracle.x0
     model = 0.5 * s_new * diff @ diff + oracle.psi(z_new) + G_new @ z_new + C_new
-    value, info = oracle.value(x_new)
-    return _Trial(x_new, z_new, value, info, theta, by, (s_new, G_new, C_new)), model
+    value, info = oracle.value(x_new, image_x_new)
+    return _Trial(x_new, z_new, image_x_new, image_z_new, value, info, theta, by,
+                  (s_new, G_new, C_new)), model
 
 
-def _ef_one_trial(oracle, x, z, state, L):
+def _ef_one_trial(oracle, x, z, image_x, image_z, state, L):
     """One trial of AGM-EF-1 (Algorithm 3, ``lambda_1 = 0``, ``sigma = 1``): ``state = (c, Q)``
     with ``c_k`` the modulus of ``q_k`` and ``Q = q_k(z_k)``; the first step (``c`` None) is
     the initialisation ``q_0`` around ``u_0 = x_0`` (Algorithm 4)."""
     lam = oracle.strong
     c, Q = state
-    if c is None:
-        a, u, center, c_model = 1.0, oracle.x0, oracle.x0, L
+    if c is None:  # x = z = x0
+        a, u, image_u, center, c_model = 1.0, oracle.x0, image_x, oracle.x0, L
     else:
         # positive root of (L + lam) a^2 + (c - lam) a - c = 0, in (0, 1)
         a = (-(c - lam) + np.sqrt((c - lam) ** 2 + 4 * (L + lam) * c)) / (2 * (L + lam))
         tau1 = (1.0 - a) * c
         tau = tau1 + lam * a * (1.0 - a)
         u = x + (tau1 * a / tau) * (z - x)
+        image_u = image_x + (tau1 * a / tau) * (image_z - image_x)
         center, c_model = z, (1.0 - a) * c / a
-    fu, gu, by = oracle.gradient(u)
+    fu, gu, by = oracle.gradient(u, image_u)
     z_new = oracle.model_min(c_model * center - gu, c_model)
+    image_z_new = oracle.image(z_new)
     dz = z_new - center
     # psi_{k+1}(z_{k+1}) = (1 - a) q_k(z_{k+1}) + a (l_f(z_{k+1}; u) + Psi(z_{k+1}))
     model = a * (0.5 * c_model * dz @ dz + fu + gu @ (z_new - u) + oracle.psi(z_new))
     if c is not None:
         model += (1.0 - a) * Q
-    x_new = z_new if c is None else x + a * (z_new - x)
-    value, info = oracle.value(x_new)
-    return _Trial(x_new, z_new, value, info, a, by, (a * (c_model + lam), model)), model
+    if c is None:
+        x_new, image_x_new = z_new, image_z_new
+    else:
+        x_new = x + a * (z_new - x)
+        image_x_new = image_x + a * (image_z_new - image_x)
+    value, info = oracle.value(x_new, image_x_new)
+    return _Trial(x_new, z_new, image_x_new, image_z_new, value, info, a, by,
+                  (a * (c_model + lam), model)), model
 
 
 def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gamma_d=2.0,
@@ -166,9 +188,11 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
     oracle : object
         With attributes ``x0`` (start), ``strong`` (``lambda_2``, the modulus of ``Psi``),
         ``lipschitz0`` (an optimistic estimate of the Lipschitz constant of ``grad f``) and
-        methods ``gradient(u) -> (f(u), grad f(u), by)`` (``by``: a tuple of arrays or floats,
-        the dual by-products averaged into the certificate), ``value(x) -> (F(x), info)``,
-        ``psi(x)``, ``model_min(p, c) = argmin_x c/2 ||x||^2 - <p, x> + Psi(x)`` and
+        methods ``image(x)`` (the linear map through which ``f`` sees ``x``, e.g. ``X x``;
+        the identity where there is none), ``gradient(u, image_u) -> (f(u), grad f(u), by)``
+        (``by``: a tuple of arrays or floats, the dual by-products averaged into the
+        certificate), ``value(x, image_x) -> (F(x), info)``, ``psi(x)``,
+        ``model_min(p, c) = argmin_x c/2 ||x||^2 - <p, x> + Psi(x)`` and
         ``certificate(x, info, by_average) -> (primal, dual, coef, intercept, dual_coef)``.
     memory : {"inf", "1"}
         AGM-EF-inf (the model keeps every linearisation, aggregated) or AGM-EF-1.
@@ -193,6 +217,7 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
         raise ValueError("gamma_u must be > 1 and gamma_d >= 1.")
     step = _ef_inf_trial if memory == "inf" else _ef_one_trial
     x = z = np.array(oracle.x0, dtype=float)
+    image_x = image_z = oracle.image(x)
     state = (None, None, None) if memory == "inf" else (None, None)
     by_avg = None
     L = oracle.lipschitz0 * gamma_d  # the first trial is the estimate itself
@@ -205,13 +230,16 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
         for k in range(1, max_iter + 1):
             L /= gamma_d
             for trials in range(1, MAX_TRIALS + 1):
-                trial, model = step(oracle, x, z, state, L)
+                trial, model = step(oracle, x, z, image_x, image_z, state, L)
                 if trial.value <= model + ACCEPT_SLACK * max(1.0, abs(trial.value)):
                     break
                 L *= gamma_u
             else:  # the test fails at any L: rounding dominates, nothing more to gain
                 break
             x, z, state = trial.x, trial.z, trial.state
+            image_x, image_z = trial.image_x, trial.image_z
+            if k % IMAGE_REFRESH == 0:  # affine updates accumulate rounding: start afresh
+                image_x, image_z = oracle.image(x), oracle.image(z)
             by_avg = _average(by_avg, trial.by, trial.theta)
             record = dict(iter=k, objective=trial.value, lipschitz=L, trials=trials)
             if k % check_every == 0 or k == max_iter:
@@ -231,8 +259,8 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
             if converged:
                 break
     if best["coef"] is None:  # stopped before any certificate
-        primal, dual, coef, intercept, dual_coef = oracle.certificate(x, oracle.value(x)[1],
-                                                                      by_avg)
+        primal, dual, coef, intercept, dual_coef = oracle.certificate(
+            x, oracle.value(x, oracle.image(x))[1], by_avg)
         best.update(primal=primal, dual=dual, coef=coef, intercept=intercept,
                     dual_coef=dual_coef)
         gap = primal - dual
@@ -292,13 +320,15 @@ class HingePrimal(_Binary):
         a = self.project(t / self.mu)
         return a @ t - 0.5 * self.mu * a @ a, a
 
-    def gradient(self, w):
-        value, a = self._smoothed(self.X @ w)
+    def image(self, w):
+        return self.X @ w
+
+    def gradient(self, w, margins):
+        value, a = self._smoothed(margins)
         v = np.asarray(self.X.T @ (self.y * a)).ravel()
         return value, -v, (a, v)
 
-    def value(self, w):
-        margins = self.X @ w
+    def value(self, w, margins):
         return self._smoothed(margins)[0] + self.psi(w), margins
 
     def psi(self, w):
@@ -326,18 +356,17 @@ class HingeDual(_Binary):
         self.x0 = np.zeros(self.n)
         self.lipschitz0 = sigma_max_sq(X) / alpha
 
-    def _weights(self, a):
-        v = np.asarray(self.X.T @ (self.y * a)).ravel()
-        return v, v / self.alpha
+    def image(self, a):
+        """``v = X^T (y a)``, the dual's weights times ``lambda``."""
+        return np.asarray(self.X.T @ (self.y * a)).ravel()
 
-    def gradient(self, a):
-        v, w = self._weights(a)
+    def gradient(self, a, v):
+        w = v / self.alpha
         margins = self.X @ w
         return -a.sum() + 0.5 * w @ v, self.y * margins - 1.0, (w, margins)
 
-    def value(self, a):
-        v, w = self._weights(a)
-        return -a.sum() + 0.5 * w @ v + self.psi(a), v
+    def value(self, a, v):
+        return -a.sum() + 0.5 * v @ v / self.alpha + self.psi(a), v
 
     def psi(self, a):
         return 0.5 * self.mu * a @ a
@@ -455,13 +484,15 @@ class F1Primal:
         value, flips, loss = f1_smoothed(scores, self.y, self.mu)
         return value - self.mu * self.n * np.log(2.0), flips, loss
 
-    def gradient(self, w):
-        value, flips, loss = self._smoothed(self.X @ w)
+    def image(self, w):
+        return self.X @ w
+
+    def gradient(self, w, scores):
+        value, flips, loss = self._smoothed(scores)
         g = -2.0 / self.n * np.asarray(self.X.T @ (self.y * flips)).ravel()
         return value, g, (g, loss)
 
-    def value(self, w):
-        scores = self.X @ w
+    def value(self, w, scores):
         return self._smoothed(scores)[0] + self.psi(w), scores
 
     def psi(self, w):
@@ -560,11 +591,14 @@ class StructuredEntropy:
         self.lipschitz0 = (2.0 * np.max(cum[rows[1:]] - cum[rows[:-1]])
                            + 2.0 * np.max(np.diff(problem.tok_offsets))) / mu
 
-    def gradient(self, w):
+    def image(self, w):
+        return w  # the oracles see w whole: nothing to carry
+
+    def gradient(self, w, _):
         fg = full_gradient(self.problem, w, self.smoothing)
         return fg.value, fg.grad, (fg.grad, fg.dual_loss)
 
-    def value(self, w):
+    def value(self, w, _):
         return full_gradient(self.problem, w, self.smoothing).value + self.psi(w), None
 
     def psi(self, w):
@@ -637,14 +671,17 @@ class ElasticNet:
     def _soft(self, p):
         return np.sign(p) * np.maximum(np.abs(p) - self.l1, 0.0)
 
-    def gradient(self, w):
-        theta = (self.y - self.X @ w) / self.n
+    def image(self, w):
+        return self.X @ w
+
+    def gradient(self, w, Xw):
+        theta = (self.y - Xw) / self.n
         v = np.asarray(self.X.T @ theta).ravel()
         return 0.5 * self.n * theta @ theta, -v, (theta, v)
 
-    def value(self, w):
-        r = self.y - self.X @ w
-        return 0.5 * r @ r / self.n + self.psi(w), None
+    def value(self, w, Xw):
+        r = self.y - Xw
+        return 0.5 * r @ r / self.n + self.psi(w), r
 
     def psi(self, w):
         return self.l1 * np.abs(w).sum() + 0.5 * self.strong * w @ w
@@ -652,11 +689,11 @@ class ElasticNet:
     def model_min(self, p, c):
         return self._soft(p) / (c + self.strong)
 
-    def certificate(self, w, info, by_avg):
+    def certificate(self, w, r, by_avg):
         theta, v = by_avg
         soft = self._soft(v)
         dual = theta @ self.y - 0.5 * self.n * theta @ theta - soft @ soft / (2 * self.strong)
-        return self.value(w)[0], dual, w, 0.0, theta
+        return 0.5 * r @ r / self.n + self.psi(w), dual, w, 0.0, theta
 
 
 def agm_elastic_net(X, y, alpha=1.0, l1_ratio=0.5, *, memory="inf", tol=1e-8, max_iter=10000,
