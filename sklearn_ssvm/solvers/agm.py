@@ -508,7 +508,7 @@ class F1Primal:
 
 
 def agm(X, y, alpha, *, formulation="primal", loss="hinge", fit_intercept=False, memory="inf",
-        mu=None, tol=1e-6, max_iter=1000, verbose=0):
+        mu=None, tol=1e-6, max_iter=1000, gamma_d=1.2, verbose=0):
     """Binary linear classifier by AGM with a certified duality gap (spec 001).
 
     Minimises ``J(w) = alpha/2 ||w||^2 + R(w)`` with ``R`` the mean hinge (with an
@@ -537,6 +537,12 @@ def agm(X, y, alpha, *, formulation="primal", loss="hinge", fit_intercept=False,
     tol : float
         Target certified duality gap ``J(w) - D(a)`` (absolute).
     max_iter : int
+    gamma_d : float
+        Factor by which the Lipschitz estimate shrinks before each iteration (spec 001
+        Algorithm 2; the paper's 2 halves it, so most iterations pay a rejected trial, i.e.
+        two more products with ``X``). 1.2 by measurement: relative suboptimality 1e-6 on
+        a9a in 6,720 trials instead of 9,780 (12.2 vs 17.5 CPU s), on the synthetic
+        10,000 x 2,000 problem 2.7 vs 3.5 s.
     verbose : int
 
     Returns
@@ -563,8 +569,8 @@ def agm(X, y, alpha, *, formulation="primal", loss="hinge", fit_intercept=False,
         oracle = HingePrimal(X, y, alpha, fit_intercept, n * tol if mu is None else mu)
     else:
         oracle = HingeDual(X, y, alpha, fit_intercept, 0.0 if mu is None else mu)
-    return agm_solve(oracle, memory=memory, tol=tol, max_iter=max_iter, verbose=verbose,
-                     desc=f"AGM-{formulation}")
+    return agm_solve(oracle, memory=memory, tol=tol, max_iter=max_iter, gamma_d=gamma_d,
+                     verbose=verbose, desc=f"AGM-{formulation}")
 
 
 # -- structured hinge (M3N) and elastic net --------------------------------------------------
