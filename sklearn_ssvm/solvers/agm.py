@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp
+from threadpoolctl import threadpool_limits
 
 from .._kernels.pragam import hinge_objective, project_q2_into
 from .._kernels.smoothed import ENTROPY
@@ -226,7 +227,9 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
     history = []
     gap = np.inf
     converged = False
-    with progress_bar(max_iter, verbose, desc) as bar:
+    # the vector operations are level-1 BLAS on n or d floats: a second BLAS thread only spins
+    # (and on a busy machine waits), which doubled the CPU time on a9a
+    with threadpool_limits(1, user_api="blas"), progress_bar(max_iter, verbose, desc) as bar:
         for k in range(1, max_iter + 1):
             L /= gamma_d
             for trials in range(1, MAX_TRIALS + 1):
