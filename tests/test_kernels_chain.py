@@ -295,6 +295,20 @@ def test_random_chains(T, L, K, mu, seed):
 # ------------------------------------------------------------------------------------------
 
 
+def best_paths(last, T, K, back):
+    """The K best of the final entries ``last`` (``(value, s, l)``, ties in ``(s, l)`` order) and
+    their paths, followed back by ``back(t, s, l) -> (s', l')``."""
+    final = sorted((c for c in last if c[0] > -np.inf), key=lambda c: -c[0])[:K]
+    scores = np.full(K, -np.inf)
+    paths = np.full((K, T), -1, dtype=np.int32)
+    for k, (v, s, l) in enumerate(final):
+        scores[k] = v
+        for t in range(T - 1, -1, -1):
+            paths[k, t] = s
+            s, l = back(t, s, l)
+    return scores, paths
+
+
 def kbest_reference(unary, trans, K):
     """The K-best recursion without any pruning, in Python: at every (t, s) the K best of the
     candidates (s', l) offered in lexicographic order, a stable sort on the value (the
@@ -312,16 +326,8 @@ def kbest_reference(unary, trans, K):
             new.append([(v + unary[t, s], sp, l) for v, sp, l in cand[:K]])
         lists = new
         table.append(lists)
-    final = sorted(((lists[s][l][0], s, l) for s in range(L) for l in range(len(lists[s]))
-                    if lists[s][l][0] > -np.inf), key=lambda c: -c[0])[:K]
-    scores = np.full(K, -np.inf)
-    paths = np.full((K, T), -1, dtype=np.int32)
-    for k, (v, s, l) in enumerate(final):
-        scores[k] = v
-        for t in range(T - 1, -1, -1):
-            paths[k, t] = s
-            _, s, l = table[t][s][l]
-    return scores, paths
+    last = [(lists[s][l][0], s, l) for s in range(L) for l in range(len(lists[s]))]
+    return best_paths(last, T, K, lambda t, s, l: table[t][s][l][1:])
 
 
 def unpruned_topk(unary, trans, K):
@@ -332,16 +338,8 @@ def unpruned_topk(unary, trans, K):
     bp_rank = np.empty((T, L, K), dtype=np.int32)
     work = np.empty(4 * L + 2 + K)
     _chain_forward(KBEST, 1.0, unary, trans, alpha, bp_lab, bp_rank, work, unary[:0])
-    final = sorted(((alpha[T - 1, s, l], s, l) for s in range(L) for l in range(K)
-                    if alpha[T - 1, s, l] > -np.inf), key=lambda c: -c[0])[:K]
-    scores = np.full(K, -np.inf)
-    paths = np.full((K, T), -1, dtype=np.int32)
-    for k, (v, s, l) in enumerate(final):
-        scores[k] = v
-        for t in range(T - 1, -1, -1):
-            paths[k, t] = s
-            s, l = bp_lab[t, s, l], bp_rank[t, s, l]
-    return scores, paths
+    last = [(alpha[T - 1, s, l], s, l) for s in range(L) for l in range(K)]
+    return best_paths(last, T, K, lambda t, s, l: (bp_lab[t, s, l], bp_rank[t, s, l]))
 
 
 def peaked_chain(rng, T, L, scale):
