@@ -458,3 +458,24 @@ def test_unary_scores_into_order_of_additions():
                 ref[t - 10] += X.data[k] * W[X.indices[k]]
         np.testing.assert_array_equal(U, ref)
         np.testing.assert_allclose(U, X[10:35] @ W, rtol=1e-12, atol=1e-12)
+
+
+def test_add_outer_into_rows_of_any_sparsity():
+    """W += s X_i^T D for rows of D with 0, a few (the columns-only sweep) or all non-zeros,
+    against the dense product."""
+    import scipy.sparse as sp
+
+    from sklearn_ssvm._kernels.sparse import add_outer_into
+
+    rng = np.random.default_rng(1)
+    X = sp.random(40, 30, density=0.3, format="csr", random_state=rng,
+                  data_rvs=rng.standard_normal)
+    C = 26
+    D = np.zeros((25, C))
+    for r in range(25):
+        k = [0, 1, 2, 6, 7, C][r % 6]  # 4 * k >= C switches to the dense sweep
+        D[r, rng.choice(C, size=k, replace=False)] = rng.normal(size=k)
+    W = rng.normal(size=(30, C))
+    expected = W - 0.7 * (X[10:35].T @ D)
+    add_outer_into(X.indptr, X.indices, X.data, 10, 35, D, -0.7, W)
+    np.testing.assert_allclose(W, expected, rtol=1e-12, atol=1e-12)

@@ -47,15 +47,32 @@ def unary_scores_into(indptr, indices, data, t0, t1, W, U):
 
 @njit(cache=True, nogil=True)
 def add_outer_into(indptr, indices, data, t0, t1, D, scale, W):
-    """``W += scale * X_[t0:t1]^T D``: the emission part of a joint-feature difference."""
+    """``W += scale * X_[t0:t1]^T D``: the emission part of a joint-feature difference.
+
+    A row of ``D`` with few non-zeros (a Frank-Wolfe direction ``S(y*) - M_i`` has one per
+    label the block's labelings ever gave the token) touches only those columns of ``W``.
+    """
     C = W.shape[1]
+    cols = np.empty(C, dtype=np.int64)
     for t in range(t0, t1):
         r = t - t0
-        for k in range(indptr[t], indptr[t + 1]):
-            v = scale * data[k]
-            row = indices[k]
-            for c in range(C):
-                W[row, c] += v * D[r, c]
+        m = 0
+        for c in range(C):
+            if D[r, c] != 0.0:
+                cols[m] = c
+                m += 1
+        if 4 * m >= C:
+            for k in range(indptr[t], indptr[t + 1]):
+                v = scale * data[k]
+                row = indices[k]
+                for c in range(C):
+                    W[row, c] += v * D[r, c]
+        else:
+            for k in range(indptr[t], indptr[t + 1]):
+                v = scale * data[k]
+                row = indices[k]
+                for j in range(m):
+                    W[row, cols[j]] += v * D[r, cols[j]]
 
 
 @njit(cache=True, nogil=True)
