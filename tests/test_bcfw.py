@@ -658,7 +658,7 @@ def test_sparse_pairwise_steps_equal_the_dense_ones(structure, cache):
         assert done == n and not full
         runs.append((coef, state, atoms, estimates, hits))
     (c1, s1, a1, e1, h1), (c2, s2, a2, e2, h2) = runs
-    assert h1 == h2
+    assert h1 == h2 and (h1 > 0) == cache  # the cache path is exercised
     np.testing.assert_array_equal(a1.count, a2.count)
     np.testing.assert_array_equal(a1.labels, a2.labels)
     np.testing.assert_allclose(a1.weights, a2.weights, atol=1e-12)

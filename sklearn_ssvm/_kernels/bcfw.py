@@ -100,15 +100,18 @@ LARGE_WEIGHTS = 1 << 17
 
 @njit(cache=True, nogil=True)
 def _prefetch_block(i, indptr, indices, data, tok_off, y, node_off, tok_loss, gram, gram_off,
-                    M, Q, atom_y, atom_w):
-    """Start fetching what a step on block ``i`` reads: its rows of ``M`` and ``Q``, its CSR
-    slice, Gram matrix, labels, losses, atoms and their weights. See ``prefetch.py``."""
+                    M, Q, atom_y, atom_w, dense_state):
+    """Start fetching what a step on block ``i`` reads: its CSR slice, Gram matrix, labels,
+    losses, atoms and their weights, and with ``dense_state`` its rows of ``M`` and ``Q`` (a
+    sparse step touches a few entries of them: fetching ``Q_i``, ``C^2`` floats, would cost
+    more memory traffic than the step saves). See ``prefetch.py``."""
     t0 = tok_off[i]
     t1 = tok_off[i + 1]
-    C = M.shape[1]
-    p = Q.shape[1]
-    prefetch_span(M, t0 * C, t1 * C)
-    prefetch_span(Q, i * p, (i + 1) * p)
+    if dense_state:
+        C = M.shape[1]
+        p = Q.shape[1]
+        prefetch_span(M, t0 * C, t1 * C)
+        prefetch_span(Q, i * p, (i + 1) * p)
     prefetch_span(indptr, t0, t1 + 1)
     prefetch_span(indices, indptr[t0], indptr[t1])
     prefetch_span(data, indptr[t0], indptr[t1])
@@ -250,7 +253,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         drawn = -1
         if b + 2 < n_first:
             _prefetch_block(first_blocks[b + 2], indptr, indices, data, tok_off, y, node_off,
-                            tok_loss, gram, gram_off, M, Q, atom_y, atom_w)
+                            tok_loss, gram, gram_off, M, Q, atom_y, atom_w, not sparse_steps)
         if large_weights and b + 1 < n_first:
             j = first_blocks[b + 1]
             prefetch_rows(indices, indptr[tok_off[j]], indptr[tok_off[j + 1]], Wc)
@@ -313,7 +316,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
                 and sum_tree_total(tree) > 0.0):
             drawn = sum_tree_sample(tree, uniforms[b + 1])
             _prefetch_block(drawn, indptr, indices, data, tok_off, y, node_off, tok_loss, gram,
-                            gram_off, M, Q, atom_y, atom_w)
+                            gram_off, M, Q, atom_y, atom_w, not sparse_steps)
         L_s = label_loss(kind, yi, ys, losses)
         # the step's direction (D, dq, dl), rate of decrease and largest step
         numerator = gap
