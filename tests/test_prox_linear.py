@@ -224,6 +224,35 @@ def test_gradient_mapping_vanishes_at_the_limit():
     assert rho(result.coef) < 1e-5
 
 
+def test_inner_tolerance_certifies_the_inexactness_condition_62():
+    # Algo. 5 with eps_k = eps_0 / k: every inner solve stops with F_eta(w_hat_k; w_{k-1})
+    # within eps_k of the subproblem's minimum, checked against an exact QP solve
+    rng = np.random.default_rng(2)
+    X, losses, y = nonlinear_toy(rng, n=10, n_candidates=4, n_features=3)
+    fm, alpha, eta, eps0 = MLPFeatureMap(n_hidden=2, random_state=0), 0.1, 1.0, 0.05
+    # mu_k = mu / k <= eps_k: the smoothing bias (at most mu_k / 2) leaves room for eps_k
+    smoothing = Smoothing(*smoothing_code("l2", None, CandidateSet._kind), eps0)
+    w0 = fm.init_params(3)
+    centers = [w0]
+    result = prox_linear(fm, X, losses, y, alpha, smoothing, eta=eta, learning_rate=0.1,
+                         inner_iter=300, inner_tol=eps0, max_iter=4, init=w0, random_state=0,
+                         callback=lambda k, w: centers.append(w.copy()) or None)
+    for k, record in enumerate(result.history[1:], start=1):
+        center = centers[k - 1]
+        problem = linearize(fm, X, losses, y, center)
+        z = exact_prox_step(problem, alpha, eta, center)
+        best = (np.mean(problem.hinge_losses(z)) + 0.5 * alpha * z @ z
+                + (z - center) @ (z - center) / (2 * eta))
+        excess = record["inner_objective"] - best
+        assert record["inner_tol"] == pytest.approx(eps0 / k)
+        assert record["inner_iter"] < 300
+        assert -1e-7 <= excess <= record["inner_gap"] + 1e-7
+        assert record["inner_gap"] <= eps0 / k
+    fixed = prox_linear(fm, X, losses, y, alpha, smoothing, eta=eta, learning_rate=0.1,
+                        inner_iter=1, max_iter=1, init=w0, random_state=0)
+    assert fixed.history[1]["inner_tol"] == 0.0 and fixed.history[1]["inner_iter"] == 1
+
+
 def test_prox_linear_fits_a_nonlinear_ranking():
     rng = np.random.default_rng(0)
     X, losses, y = nonlinear_toy(rng)
@@ -249,6 +278,7 @@ def test_prox_linear_fits_a_nonlinear_ranking():
     (dict(y_first=1), "loss 0"),
     (dict(eta=0.0), "eta must be"),
     (dict(mu_schedule="expo"), "mu_schedule"),
+    (dict(inner_tol=0.0), "inner_tol"),
     (dict(n_hidden=0), "n_hidden"),
     (dict(init=np.zeros(3)), "w must have shape"),
 ])
@@ -263,4 +293,4 @@ def test_invalid_inputs(change, message):
     with pytest.raises(ValueError, match=message):
         prox_linear(fm, X, losses, y, 0.1, smoothing, eta=change.get("eta", 1.0),
                     learning_rate=0.01, mu_schedule=change.get("mu_schedule", "linear"),
-                    max_iter=1, init=change.get("init"))
+                    inner_tol=change.get("inner_tol"), max_iter=1, init=change.get("init"))

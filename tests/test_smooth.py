@@ -283,6 +283,11 @@ def test_estimator_with_a_feature_map_trains_by_prox_linear():
     assert est.objective(X, Y) == pytest.approx(objectives[-1])
     assert est.predict(X).shape == (40,)
     assert est.score(X, Y) > 0.6
+    # the inexactness schedule (62): eps_k = eps_0 / k, certified by each inner solve
+    est.set_params(inner_tol=0.3, inner_iter=100, max_iter=3).fit(X, Y)
+    for k, record in enumerate(est.history_[1:], start=1):
+        assert record["inner_tol"] == pytest.approx(0.3 / k)
+        assert record["inner_gap"] <= record["inner_tol"] and record["inner_iter"] < 100
     with pytest.raises(ValueError, match="CandidateSet"):
         SmoothSSVMClassifier(ChainCRF(), feature_map=MLPFeatureMap()).fit(*chain_data(rng))
 

@@ -92,7 +92,12 @@ class SmoothSSVMClassifier(StructuredEstimator):
     eta : float
         Prox-linear step (with ``feature_map``).
     inner_iter : int
-        Casimir-SVRG epochs per prox-linear step (the paper's 5).
+        Casimir-SVRG epochs per prox-linear step (the paper's 5); the cap per step when
+        ``inner_tol`` is set.
+    inner_tol : float or None
+        With ``feature_map``: ``eps_0`` of the inexactness schedule (62), ``eps_k = eps_0 / k``;
+        step ``k``'s inner solve stops once its certified gap is at most ``eps_k``. None: the
+        fixed budget ``inner_iter`` alone, as in the paper's experiments.
     random_state, verbose, warm_start, n_jobs
         As in :class:`BCFWStructuredSVM` (``warm_start`` starts from the previous ``coef_``).
 
@@ -133,13 +138,14 @@ class SmoothSSVMClassifier(StructuredEstimator):
         "feature_map": [None, object],
         "eta": [Interval(Real, 0, None, closed="neither")],
         "inner_iter": [Interval(Integral, 1, None, closed="left")],
+        "inner_tol": [Interval(Real, 0, None, closed="neither"), None],
     }
 
     def __init__(self, structure, alpha=None, smoothing="l2", top_k=5, mu=0.3,
                  mu_schedule="expo", solver="casimir-svrg", kappa=None, learning_rate=None,
                  warm_start_rule="prox-center", max_iter=25, tol=1e-3, feature_map=None,
-                 eta=1.0, inner_iter=5, random_state=None, verbose=0, warm_start=False,
-                 n_jobs=None):
+                 eta=1.0, inner_iter=5, inner_tol=None, random_state=None, verbose=0,
+                 warm_start=False, n_jobs=None):
         self.structure = structure
         self.alpha = alpha
         self.smoothing = smoothing
@@ -155,6 +161,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         self.feature_map = feature_map
         self.eta = eta
         self.inner_iter = inner_iter
+        self.inner_tol = inner_tol
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
@@ -261,9 +268,9 @@ class SmoothSSVMClassifier(StructuredEstimator):
                 smoothing, rng)
         result = prox_linear.prox_linear(
             self.feature_map, X, losses, problem.y, alpha, smoothing, eta=self.eta,
-            learning_rate=learning_rate, inner_iter=self.inner_iter, max_iter=self.max_iter,
-            init=w0, random_state=rng.integers(2**31), n_jobs=self.n_jobs,
-            verbose=self.verbose, callback=callback)
+            learning_rate=learning_rate, inner_iter=self.inner_iter, inner_tol=self.inner_tol,
+            max_iter=self.max_iter, init=w0, random_state=rng.integers(2**31),
+            n_jobs=self.n_jobs, verbose=self.verbose, callback=callback)
         return dict(coef_=result.coef, learning_rate_=learning_rate, n_iter_=result.n_iter,
                     n_oracle_calls_=result.n_oracle_calls, objective_=result.objective,
                     duality_gap_=np.nan, converged_=result.converged,

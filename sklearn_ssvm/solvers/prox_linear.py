@@ -154,16 +154,18 @@ def nonlinear_objective(feature_map, X, losses, y_true, w, alpha):
 
 
 def prox_linear(feature_map, X, losses, y_true, alpha, smoothing, *, eta, learning_rate,
-                inner_iter=5, mu_schedule="linear", max_iter=50, tol=0.0, init=None,
-                random_state=None, n_jobs=None, verbose=0, callback=None):
+                inner_iter=5, inner_tol=None, mu_schedule="linear", max_iter=50, tol=0.0,
+                init=None, random_state=None, n_jobs=None, verbose=0, callback=None):
     """Inexact prox-linear method with Casimir-SVRG inside (spec 000 Algo. 5, PL-Casimir-SVRG).
 
     Outer iteration ``k`` linearises the scores at ``w_{k-1}`` (:func:`linearize`) and runs
-    ``inner_iter`` iterations of Casimir-SVRG with constant smoothing on
+    Casimir-SVRG with constant smoothing on
     ``F_eta(w; w_{k-1}) = F(w; w_{k-1}) + ||w - w_{k-1}||^2 / (2 eta)`` (eq. (60)), started at
     the prox center ``w_{k-1}``; the result is kept only if it does not increase ``F``
-    (:func:`prox_linear_loop`). The fixed inner budget is the paper's practical stand-in for the
-    tolerance (62) (Sec. 7.3.2).
+    (:func:`prox_linear_loop`). The inner solve stops after ``inner_iter`` iterations (the
+    paper's practical budget, Sec. 7.3.2) or, with ``inner_tol = eps_0``, as soon as it is
+    certified ``eps_k``-accurate in the sense of (62), ``eps_k = eps_0 / k``: its duality gap
+    on the non-smooth ``F_eta(.; w_{k-1})`` bounds ``F_eta(w_hat_k) - min F_eta``.
 
     Parameters
     ----------
@@ -184,7 +186,16 @@ def prox_linear(feature_map, X, losses, y_true, alpha, smoothing, *, eta, learni
         ``learning_rate * 2 (alpha + 1/eta) < 1`` (the inner Catalyst weight is
         ``kappa = alpha + 1/eta``).
     inner_iter : int, default=5
-        Casimir-SVRG iterations (epochs) per outer iteration (5 in the paper).
+        Casimir-SVRG iterations (epochs) per outer iteration (5 in the paper); the cap per
+        outer iteration when ``inner_tol`` is set.
+    inner_tol : float or None, default=None
+        ``eps_0 > 0`` of the tolerance schedule ``eps_k = eps_0 / k`` (spec 000 §4): the k-th
+        inner solve stops once its certified gap is at most ``eps_k``, which implies (62).
+        Remark 38: ``eps_0`` of the order of ``F(w_0) - F*`` (``F* >= 0``). The smoothed
+        subproblem's minimum lies up to ``mu_k / 2`` above the non-smooth one, so take
+        ``mu <= eps_0``: the linear schedule then keeps ``mu_k <= eps_k`` (Prop. 37's
+        coupling); otherwise the inner solves may stop at the cap. None: the fixed budget
+        alone.
     mu_schedule : {"linear", "const"}, default="linear"
         ``"linear"``: the paper's adaptive default, ``mu_k = mu / k`` with the learning rate
         divided by ``k`` (``L_k = k L_0``); ``"const"``: ``mu`` and the learning rate fixed.
@@ -198,23 +209,31 @@ def prox_linear(feature_map, X, losses, y_true, alpha, smoothing, *, eta, learni
     Returns
     -------
     ProxLinearResult
-        History records also hold the inner ``mu``, ``learning_rate`` and ``inner_objective``
-        (``F_eta(w_hat_k; w_{k-1})``, non-smooth).
+        History records also hold the inner ``mu``, ``learning_rate``, ``inner_objective``
+        (``F_eta(w_hat_k; w_{k-1})``, non-smooth), ``inner_gap`` (its certified gap),
+        ``inner_tol`` (``eps_k``, 0 without ``inner_tol``) and ``inner_iter`` (epochs run).
     """
     if mu_schedule not in MU_SCHEDULES:
         raise ValueError(f"mu_schedule must be one of {MU_SCHEDULES}, got {mu_schedule!r}.")
     if inner_iter < 1:
         raise ValueError(f"inner_iter must be >= 1, got {inner_iter!r}.")
+    if inner_tol is not None and not inner_tol > 0:
+        raise ValueError(f"inner_tol must be > 0 or None, got {inner_tol!r}.")
     rng = np.random.default_rng(random_state)
 
     def solve(problem, prox, k):
         scale = k if mu_schedule == "linear" else 1
+        eps_k = 0.0 if inner_tol is None else inner_tol / k
         inner = casimir_svrg(problem, alpha, smoothing.at(smoothing.mu / scale),
                              learning_rate=learning_rate / scale, mu_schedule="const",
-                             max_iter=inner_iter, prox=prox, init=prox[1], random_state=rng,
-                             n_jobs=n_jobs)
+                             max_iter=inner_iter, tol=eps_k, prox=prox, init=prox[1],
+                             random_state=rng, n_jobs=n_jobs)
+        eta_inv, center = prox
+        # the inner solver drops the constant of the prox term
+        inner_objective = inner.objective + 0.5 * eta_inv * center @ center
         return inner.coef, inner.n_oracle_calls, dict(
-            inner_objective=inner.objective, mu=smoothing.mu / scale,
+            inner_objective=inner_objective, inner_gap=inner.gap, inner_tol=eps_k,
+            inner_iter=inner.n_iter, mu=smoothing.mu / scale,
             learning_rate=learning_rate / scale)
 
     return prox_linear_loop(feature_map, X, losses, y_true, alpha, solve, eta=eta,
