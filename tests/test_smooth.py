@@ -134,10 +134,11 @@ def test_svrg_solvers_reach_the_smoothed_minimum(solver):
     np.testing.assert_allclose(res.coef, w_star, atol=1e-3)
 
 
+@pytest.mark.parametrize("scale_steps, learning_rate", [(True, 0.05), (False, 0.005)])
 @pytest.mark.parametrize("structure", [ChainCRF(), MulticlassSVM(), MultiLabel(pairwise="tree")])
-def test_certified_gap_bounds_the_suboptimality(structure):
+def test_certified_gap_bounds_the_suboptimality(structure, scale_steps, learning_rate):
     """objective - gap <= F* (F* from BCFW to a tiny certified gap), on every epoch; the gap
-    shrinks with mu (Casimir-SVRG-adapt)."""
+    shrinks with mu (Casimir-SVRG-adapt, steps following mu or fixed)."""
     rng = np.random.default_rng(4)
     X, Y = data_for(structure, rng, n=25)
     alpha = 0.1
@@ -146,14 +147,36 @@ def test_certified_gap_bounds_the_suboptimality(structure):
     f_star = bcfw.primal_objective_ - bcfw.duality_gap_  # a lower bound: conservative
     problem = structure.prepare(X, Y)
     sm = smooth.Smoothing(*smoothing_code("l2", 5, problem.kind), 0.5)
-    res = smooth.casimir_svrg(problem, alpha, sm, learning_rate=0.005, max_iter=60,
-                              random_state=0)
+    res = smooth.casimir_svrg(problem, alpha, sm, learning_rate=learning_rate, max_iter=60,
+                              scale_steps=scale_steps, random_state=0)
     for record in res.history:
         assert record["gap"] >= record["objective"] - bcfw.primal_objective_ - 1e-9
         assert record["objective"] - record["gap"] <= bcfw.primal_objective_ + 1e-9
         assert record["objective"] >= f_star - 1e-9
     assert res.history[-1]["gap"] < 0.1 * res.history[0]["gap"]
     assert res.objective - bcfw.primal_objective_ < 0.05
+
+
+def test_steps_following_mu_tolerate_a_large_learning_rate():
+    """With the "expo" schedule a fixed step too large for small mu leaves the iterates on a
+    noise floor; steps following mu_k (with the 1/k floor) keep converging. With a constant
+    mu the two rules are the same."""
+    rng = np.random.default_rng(4)
+    structure = ChainCRF()
+    X, Y = data_for(structure, rng, n=25)
+    alpha = 0.1
+    best = BCFWStructuredSVM(structure, alpha=alpha, max_iter=3000, tol=1e-9,
+                             random_state=0).fit(X, Y).primal_objective_
+    problem = structure.prepare(X, Y)
+    sm = smooth.Smoothing(*smoothing_code("l2", 5, problem.kind), 0.5)
+    scaled, fixed = (smooth.casimir_svrg(problem, alpha, sm, learning_rate=0.05, max_iter=60,
+                                         scale_steps=scale, random_state=0).objective - best
+                     for scale in (True, False))
+    assert scaled < 0.01 < 0.03 < fixed
+    const = [smooth.casimir_svrg(problem, alpha, sm, learning_rate=0.05, mu_schedule="const",
+                                 max_iter=5, scale_steps=scale, random_state=0).coef
+             for scale in (True, False)]
+    np.testing.assert_array_equal(*const)
 
 
 def test_sgd_pegasos_approaches_the_optimum():
@@ -355,6 +378,49 @@ def test_casimir_with_one_outer_step_and_vanishing_kappa_is_one_svrg_epoch():
             for kappa in (1e-2, 1e-4)]
     assert gaps[1] < 1e-2 * gaps[0] * 10
     assert gaps[1] < 1e-4
+
+
+@pytest.mark.parametrize("solver", ["svrg", "casimir"])
+def test_warmup_is_sgd_epochs_then_the_solver_from_their_point(solver):
+    """``warmup=2``: two smoothed SGD epochs (linear schedule, weighted average) at the
+    solver's learning rate, then the solver started there, on the same random stream."""
+    rng = np.random.default_rng(15)
+    structure = ChainCRF()
+    X, Y = chain_data(rng, n=20)
+    problem = structure.prepare(X, Y)
+    n = problem.n_samples
+    sm = smooth.Smoothing(*smoothing_code("l2", 3, problem.kind), 0.5)
+    run = smooth.svrg if solver == "svrg" else smooth.casimir_svrg
+    warm = run(problem, 0.1, sm, learning_rate=0.05, max_iter=5, warmup=2, random_state=0)
+    stream = np.random.default_rng(0)
+    first = smooth.sgd(problem, 0.1, sm, learning_rate=0.05, max_iter=2, random_state=stream)
+    rest = run(problem, 0.1, sm, learning_rate=0.05, max_iter=3, init=first.coef,
+               random_state=stream)
+    np.testing.assert_allclose(warm.coef, rest.coef, rtol=1e-12, atol=1e-12)
+    assert [r["epoch"] for r in warm.history] == [1, 2, 3, 4, 5]
+    assert [r["oracle_calls"] for r in warm.history] == [n, 2 * n, 4 * n, 6 * n, 8 * n]
+    assert warm.n_oracle_calls == 8 * n and warm.n_iter == 5
+    np.testing.assert_allclose([r["objective"] for r in warm.history],
+                               [r["objective"] for r in first.history + rest.history])
+    assert np.isnan(warm.history[1]["gap"]) and np.isfinite(warm.history[2]["gap"])
+    only = run(problem, 0.1, sm, learning_rate=0.05, max_iter=1, warmup=3, random_state=0)
+    assert only.n_iter == 1 and np.isnan(only.gap)
+    with pytest.raises(ValueError, match="warmup"):
+        run(problem, 0.1, sm, learning_rate=0.05, max_iter=2, warmup=-1)
+
+
+def test_estimator_warms_up_from_zero_only():
+    rng = np.random.default_rng(16)
+    X, Y = chain_data(rng, n=20)
+    est = SmoothSSVMClassifier(ChainCRF(), alpha=0.05, max_iter=3, learning_rate=0.05,
+                               random_state=0, warm_start=True).fit(X, Y)
+    assert np.isnan(est.history_[0]["gap"]) and np.isfinite(est.history_[1]["gap"])
+    assert est.n_oracle_calls_ == 20 + 2 * 2 * 20
+    est.fit(X, Y)  # continues from coef_: SVRG epochs only
+    assert np.all(np.isfinite([r["gap"] for r in est.history_]))
+    cold = SmoothSSVMClassifier(ChainCRF(), alpha=0.05, max_iter=3, learning_rate=0.05,
+                                warmup=0, random_state=0).fit(X, Y)
+    assert cold.n_oracle_calls_ == 3 * 2 * 20
 
 
 def test_agm_solver_certifies_the_bcfw_optimum():
