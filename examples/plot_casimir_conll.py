@@ -47,8 +47,8 @@ solvers = {"SGD": dict(solver="sgd", smoothing=None),
            "Casimir-SVRG-const": dict(mu_schedule="const"),
            "Casimir-SVRG-adapt": dict(mu_schedule="expo")}
 for name, params in solvers.items():
-    est = SmoothSSVMClassifier(ChainCRF(), max_iter=args.epochs, tol=0.0, random_state=0,
-                               **params)
+    est = SmoothSSVMClassifier(ChainCRF(), max_iter=args.epochs, tol=0.0,
+                               early_stopping=False, random_state=0, **params)
     est.fit(data.X_train, data.Y_train, callback=test_f1)
     n = len(data.X_train)
     curves[name] = [(h["oracle_calls"] / n, h["objective"], h["test_f1"]) for h in est.history_]

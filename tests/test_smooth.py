@@ -409,6 +409,41 @@ def test_warmup_is_sgd_epochs_then_the_solver_from_their_point(solver):
         run(problem, 0.1, sm, learning_rate=0.05, max_iter=2, warmup=-1)
 
 
+def test_early_stopping_keeps_the_best_validation_epoch():
+    rng = np.random.default_rng(17)
+    X, Y = chain_data(rng, n=60)
+    seen = []
+    est = SmoothSSVMClassifier(ChainCRF(), alpha=1e-4, max_iter=40, learning_rate=0.2,
+                               early_stopping=True, validation_fraction=0.25,
+                               n_iter_no_change=3, random_state=0)
+    est.fit(X, Y, callback=lambda epoch, coef: seen.append(coef.copy()) or dict(mark=epoch))
+    scores = est.validation_scores_
+    assert len(scores) == est.n_iter_ == len(est.history_) == len(seen) < 40
+    best = int(np.argmax(scores))  # the first best epoch, 0-based
+    assert est.n_iter_ - 1 - best == 3  # stopped after 3 epochs without a better score
+    assert est.best_validation_score_ == max(scores)
+    np.testing.assert_array_equal(est.coef_, seen[best])
+    assert est.objective_ == est.history_[best]["objective"]
+    assert [r["validation_score"] for r in est.history_] == scores
+    assert [r["mark"] for r in est.history_] == list(range(1, est.n_iter_ + 1))
+    # 45 examples trained on: one warm-up epoch, then two oracle calls per SVRG step
+    assert est.n_oracle_calls_ == 45 + 2 * 45 * (est.n_iter_ - 1)
+
+
+def test_early_stopping_auto_and_errors():
+    rng = np.random.default_rng(18)
+    X, Y = chain_data(rng, n=20)
+    est = SmoothSSVMClassifier(ChainCRF(), max_iter=3, random_state=0).fit(X, Y)
+    assert est.validation_scores_ is None and len(est.history_) == 3  # auto: off below 1000
+    coef = est.coef_.copy()
+    with pytest.raises(ValueError, match="validation_fraction"):
+        est.set_params(early_stopping=True, validation_fraction=0.01).fit(X, Y)
+    with pytest.raises(ValueError, match="stochastic solver"):
+        est.set_params(validation_fraction=0.1, solver="agm", smoothing="entropy",
+                       top_k=None).fit(X, Y)
+    np.testing.assert_array_equal(est.coef_, coef)
+
+
 def test_estimator_warms_up_from_zero_only():
     rng = np.random.default_rng(16)
     X, Y = chain_data(rng, n=20)

@@ -209,6 +209,7 @@ class Monitor:
     def __init__(self, problem, quad, tol, max_iter, verbose, desc, callback):
         self.problem, self.quad, self.tol = problem, quad, tol
         self.callback = callback
+        self.stopped = False  # the callback asked to stop
         self.clock = Clock()
         self.eval_wall = self.eval_cpu = 0.0
         self.history = []
@@ -216,20 +217,23 @@ class Monitor:
         self.bar = progress_bar(max_iter, verbose, desc)
 
     def record(self, epoch, coef, oracle_calls, snap=None, **extra):
-        """Log epoch ``epoch`` ending at ``coef``; True when the certified gap is <= tol."""
+        """Log epoch ``epoch`` ending at ``coef``; True when the run should end: the certified
+        gap is <= tol or the callback returned ``{"stop": True}``."""
         wall, cpu = self.clock.wall() - self.eval_wall, self.clock.cpu() - self.eval_cpu
         value = objective(self.problem, coef, self.quad)
         gap = np.nan if snap is None else value - self.dual.update(snap)
         record = dict(epoch=epoch, time=wall, cpu_time=cpu, oracle_calls=oracle_calls,
                       objective=value, gap=gap, **extra)
         if self.callback is not None:
-            record.update(self.callback(epoch, coef) or {})
+            said = dict(self.callback(epoch, coef) or {})
+            self.stopped = bool(said.pop("stop", False))
+            record.update(said)
         self.history.append(record)
         self.bar.set_postfix(objective=f"{value:.4g}", gap=f"{gap:.2e}")
         self.bar.update()
         self.eval_wall += self.clock.wall() - wall - self.eval_wall
         self.eval_cpu += self.clock.cpu() - cpu - self.eval_cpu
-        return bool(gap <= self.tol)
+        return self.stopped or bool(gap <= self.tol)
 
     def result(self, coef, n_iter, oracle_calls, converged):
         self.bar.close()
@@ -264,7 +268,7 @@ def svrg(problem, alpha, smoothing, *, learning_rate, max_iter=50, tol=0.0, warm
         Starting point (default ``0``).
     callback : callable or None
         ``callback(epoch, coef) -> dict or None``, merged into the epoch's history record
-        (e.g. a validation score).
+        (e.g. a validation score); a ``"stop": True`` entry ends the run after this epoch.
 
     Returns
     -------
@@ -279,13 +283,13 @@ def svrg(problem, alpha, smoothing, *, learning_rate, max_iter=50, tol=0.0, warm
     with numba_threads(n_jobs):
         w, epoch = sgd_warmup(problem, quad, smoothing, learning_rate, w, warmup, max_iter, rng,
                               monitor)
-        calls = n * epoch
-        for epoch in range(epoch + 1, max_iter + 1):
+        calls, stop = n * epoch, monitor.stopped
+        while not stop and epoch < max_iter:
+            epoch += 1
             w, snap = svrg_epoch(problem, w, smoothing, learning_rate, quad, n, rng)
             calls += 2 * n
-            converged = monitor.record(epoch, w, calls, snap, mu=smoothing.mu)
-            if converged:
-                break
+            stop = monitor.record(epoch, w, calls, snap, mu=smoothing.mu)
+    converged = bool(monitor.history and monitor.history[-1]["gap"] <= tol)
     return monitor.result(w, epoch, calls, converged)
 
 
@@ -302,13 +306,10 @@ def sgd_warmup(problem, quad, smoothing, learning_rate, w, warmup, max_iter, rng
     """
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0, got {warmup!r}.")
-    epochs = min(int(warmup), max_iter)
     n = problem.n_samples
-    if epochs > 0:
-        w = _sgd_epochs(problem, quad, smoothing, w, learning_rate, "linear", n, "weighted",
-                        epochs, rng, lambda epoch, coef: monitor.record(
-                            epoch, coef, n * epoch, mu=smoothing.mu))
-    return w, epochs
+    return _sgd_epochs(problem, quad, smoothing, w, learning_rate, "linear", n, "weighted",
+                       min(int(warmup), max_iter), rng, lambda epoch, coef: monitor.record(
+                           epoch, coef, n * epoch, mu=smoothing.mu))
 
 
 def _base_quadratic(alpha, prox):
@@ -389,7 +390,8 @@ def casimir_svrg(problem, alpha, smoothing, *, learning_rate, mu_schedule="expo"
 
         w, n_iter = catalyst(inner, w0, base.c, kappa=kappa, kappa_schedule=kappa_schedule,
                              mu0=smoothing.mu, mu_schedule=mu_schedule, warm_start=warm_start,
-                             max_iter=max_iter - warm, callback=outer_callback)
+                             max_iter=0 if monitor.stopped else max_iter - warm,
+                             callback=outer_callback)
     converged = bool(monitor.history and monitor.history[-1]["gap"] <= tol)
     return monitor.result(w, warm + n_iter, n * warm + 2 * n * n_iter, converged)
 
@@ -422,7 +424,7 @@ def sgd(problem, alpha, smoothing, *, learning_rate, schedule="linear", t0=None,
         Return the last iterate, the uniform average, or the average with iterate ``t``
         weighted by ``t`` (the paper's ``2/(T^2+T) sum_t t w_t``).
     Other parameters as in :func:`svrg`; there is no certified gap (no dual point), so SGD runs
-    ``max_iter`` epochs.
+    ``max_iter`` epochs unless the callback stops it.
     """
     if schedule not in SGD_SCHEDULES:
         raise ValueError(f"schedule must be one of {SGD_SCHEDULES}, got {schedule!r}.")
@@ -434,22 +436,23 @@ def sgd(problem, alpha, smoothing, *, learning_rate, schedule="linear", t0=None,
     w0 = np.zeros(problem.n_params) if init is None else np.array(init, dtype=float)
     monitor = Monitor(problem, quad, -np.inf, max_iter, verbose, "SGD", callback)
     with numba_threads(n_jobs):
-        w = _sgd_epochs(problem, quad, smoothing, w0, learning_rate, schedule,
-                        n if t0 is None else t0, averaging, max_iter, rng,
-                        lambda epoch, coef: monitor.record(epoch, coef, n * epoch,
-                                                           mu=smoothing.mu))
-    return monitor.result(w, max_iter, n * max_iter, False)
+        w, epochs = _sgd_epochs(problem, quad, smoothing, w0, learning_rate, schedule,
+                                n if t0 is None else t0, averaging, max_iter, rng,
+                                lambda epoch, coef: monitor.record(epoch, coef, n * epoch,
+                                                                   mu=smoothing.mu))
+    return monitor.result(w, epochs, n * epochs, False)
 
 
 def _sgd_epochs(problem, quad, smoothing, w0, learning_rate, schedule, t0, averaging, epochs,
                 rng, record):
-    """``epochs`` SGD epochs from ``w0`` (see :func:`sgd`); ``record(epoch, coef)`` after each.
-    Returns the last epoch's iterate (averaged as asked)."""
+    """Up to ``epochs`` SGD epochs from ``w0`` (see :func:`sgd`); ``record(epoch, coef)`` after
+    each, a True return ending the run. Returns the last epoch's iterate (averaged as asked)
+    and the epochs run."""
     n = problem.n_samples
     M_ref, Q_ref = stats_from_labels(problem.kind, problem.edges, problem.tok_offsets, problem.y,
                                      problem.node_offsets, problem.n_codes, problem.n_pair)
     lazy = LazyIterate(problem, w0, None if quad.p is None else -quad.p)
-    w = w0
+    w, epoch = w0, 0
     for epoch in range(1, epochs + 1):
         t = np.arange((epoch - 1) * n + 1, epoch * n + 1, dtype=float)
         steps = sgd_step_sizes(schedule, learning_rate, t0, quad.c, t)
@@ -460,8 +463,9 @@ def _sgd_epochs(problem, quad, smoothing, w0, learning_rate, schedule, t0, avera
         weights = {"none": np.ones(n), "uniform": np.ones(n), "weighted": t}[averaging]
         lazy.steps(smoothing, M_ref, Q_ref, rng.integers(n, size=n), steps, decays, weights)
         w = lazy.current() if averaging == "none" else lazy.average()
-        record(epoch, w)
-    return w
+        if record(epoch, w):
+            break
+    return w, epoch
 
 
 def learning_rate_scale(problem, smoothing):
