@@ -4,8 +4,10 @@ Smoothed solvers on CoNLL-2000 chunking (Pillutla et al. 2018, Fig. 2 style)
 
 Train objective and test chunk F1 against passes over the data for SGD, SVRG, Casimir-SVRG-const,
 Casimir-SVRG-adapt and BCFW, all from ``w = 0`` at ``alpha = 1/n``, every estimator at its
-defaults (learning rates picked automatically). The x-axis counts oracle calls / n as the paper
-does: an SVRG epoch counts two per example (full gradients are not counted), SGD and BCFW one.
+defaults (learning rates picked automatically; the SVRG solvers start with one SGD epoch) but
+without early stopping, so the curves follow the objective on all examples. The x-axis counts
+oracle calls / n as the paper does: an SVRG epoch counts two per example (full gradients are not
+counted), SGD epochs and BCFW passes one.
 
     python examples/plot_casimir_conll.py [output.png] [--epochs 15]
                                           [--data ../shared/datasets/conll2000]
