@@ -398,3 +398,88 @@ def test_crf_topk_at_zero_coef_where_scores_tie():
     assert len({tuple(lab) for lab in labelings}) == 20
     for lab, value in zip(labelings, topk):
         assert crf.loss(y_true, lab) == pytest.approx(value)
+
+
+# -- training (SmoothSSVMClassifier on graph cuts) ---------------------------------------------
+
+def graph_dataset(rng, n=10, n_features=2):
+    """Cycles of 4 nodes with a chord; node labels follow the first feature, noisily."""
+    edges = np.array([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2]])
+    X, Y = [], []
+    for _ in range(n):
+        y = rng.integers(0, 2, size=4)
+        features = rng.normal(size=(4, n_features))
+        features[:, 0] += 1.5 * y - 0.75
+        X.append((features, edges))
+        Y.append(y)
+    return X, Y
+
+
+def constrained_optimum(crf, X, Y, alpha):
+    """``min alpha/2 ||w||^2 + mean_i max_y H_i(y)`` over coefficients with a submodular
+    pairwise table: a QP in epigraph form over the enumerated labelings (SLSQP)."""
+    from scipy.optimize import minimize
+    rows, owners, losses = [], [], []
+    for i, (x, y_true) in enumerate(zip(X, Y)):
+        gold = crf.joint_feature(x, y_true)
+        for y in itertools.product([0, 1], repeat=len(y_true)):
+            rows.append(crf.joint_feature(x, np.array(y)) - gold)
+            owners.append(i)
+            losses.append(crf.loss(y_true, np.array(y)))
+    A, owners, losses = np.array(rows), np.array(owners), np.array(losses)
+    n, d = len(X), A.shape[1]
+    C = np.zeros((A.shape[0], d + n))  # xi_i - <A_iy, w> >= L_iy
+    C[:, :d] = -A
+    C[np.arange(A.shape[0]), d + owners] = 1.0
+    S = np.zeros(d + n)  # the submodular cone: p00 - p01 - p10 + p11 >= 0
+    S[d - 4:d] = [1.0, -1.0, -1.0, 1.0]
+    res = minimize(lambda v: 0.5 * alpha * v[:d] @ v[:d] + v[d:].mean(), np.ones(d + n),
+                   jac=lambda v: np.concatenate([alpha * v[:d], np.full(n, 1.0 / n)]),
+                   method="SLSQP", constraints=[
+                       dict(type="ineq", fun=lambda v: C @ v - losses, jac=lambda v: C),
+                       dict(type="ineq", fun=lambda v: S @ v, jac=lambda v: S)],
+                   options=dict(ftol=1e-12, maxiter=1000))
+    assert res.success, res.message
+    return res.fun
+
+
+@pytest.mark.parametrize("solver", ["casimir-svrg", "sgd"])
+def test_smooth_estimator_trains_to_the_constrained_optimum(solver):
+    from sklearn_ssvm import SmoothSSVMClassifier
+    rng = np.random.default_rng(21)
+    X, Y = graph_dataset(rng)
+    alpha = 0.1
+    crf = BinaryGraphCRF().fit(X, Y)
+    f_star = constrained_optimum(crf, X, Y, alpha)
+    est = SmoothSSVMClassifier(BinaryGraphCRF(), alpha=alpha, solver=solver, max_iter=60,
+                               tol=0.0, smoothing=None if solver == "sgd" else "l2",
+                               random_state=0).fit(X, Y)
+    theta = est.coef_[-4:]
+    assert theta[0] + theta[3] >= theta[1] + theta[2] - 1e-12  # kept submodular
+    assert est.objective(X, Y) == pytest.approx(est.objective_)
+    assert 0.0 <= est.objective_ - f_star < 0.01
+    certified = [r for r in est.history_ if np.isfinite(r["gap"])]
+    assert len(certified) == (0 if solver == "sgd" else 59)  # after the SGD warm-up epoch
+    for record in certified:  # the dual bound never passes the optimum
+        assert record["objective"] - record["gap"] <= f_star + 1e-7
+    assert est.score(X, Y) == pytest.approx(
+        1 - np.mean([np.mean(p != y) for p, y in zip(est.predict(X), Y)]))
+    assert est.score(X, Y) >= 0.75  # the first feature alone gives about 0.77
+
+
+def test_graph_crf_training_errors():
+    from sklearn_ssvm import BCFWStructuredSVM, SmoothSSVMClassifier
+    rng = np.random.default_rng(22)
+    X, Y = graph_dataset(rng, n=4)
+    with pytest.raises(ValueError, match="SmoothSSVMClassifier"):
+        BCFWStructuredSVM(BinaryGraphCRF()).fit(X, Y)
+    with pytest.raises(ValueError, match="SmoothSSVMClassifier"):
+        SmoothSSVMClassifier(BinaryGraphCRF(), solver="agm", smoothing="entropy",
+                             top_k=None).fit(X, Y)
+    with pytest.raises(ValueError, match="#P-hard"):
+        SmoothSSVMClassifier(BinaryGraphCRF(), smoothing="entropy", top_k=None).fit(X, Y)
+    with pytest.raises(ValueError, match="set top_k"):
+        SmoothSSVMClassifier(BinaryGraphCRF(), top_k=None).fit(X, Y)
+    est = SmoothSSVMClassifier(BinaryGraphCRF(), max_iter=2, random_state=0).fit(X, Y)
+    with pytest.raises(ValueError, match="node features"):
+        est.predict([(np.zeros((4, 3)), X[0][1])])

@@ -7,6 +7,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from ..structures.base import StructuredModel
+from ..structures.graph import BinaryGraphCRF
 
 
 class StructuredEstimator(BaseEstimator):
@@ -18,7 +19,7 @@ class StructuredEstimator(BaseEstimator):
     """
 
     _parameter_constraints = {
-        "structure": [StructuredModel],
+        "structure": [StructuredModel, BinaryGraphCRF],
         "alpha": [Interval(Real, 0, None, closed="neither"), None],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -49,6 +50,11 @@ class StructuredEstimator(BaseEstimator):
         warm = self.warm_start and self._warm_startable()
         structure = self.structure_ if warm else clone(self.structure)
         problem = structure.prepare(X, Y)
+        if getattr(problem, "dense_oracles", False) and not self._takes_dense_oracles():
+            raise ValueError(f"{type(self).__name__} with these settings runs compiled oracles; "
+                             f"{type(structure).__name__} (graph cuts run from Python) trains "
+                             f"with SmoothSSVMClassifier(solver='casimir-svrg', 'svrg' or "
+                             f"'sgd').")
         alpha = 1.0 / problem.n_samples if self.alpha is None else float(self.alpha)
         fitted = self._solve(problem, alpha, self if warm else None, **fit_params)
         self.structure_ = structure
@@ -58,6 +64,10 @@ class StructuredEstimator(BaseEstimator):
         for name, value in fitted.items():
             setattr(self, name, value)
         return self
+
+    def _takes_dense_oracles(self):
+        """Whether the solver takes problems with Python oracles (``GraphProblem``)."""
+        return False
 
     def _warm_startable(self):
         """Whether a previous fit left what ``warm_start`` continues from."""

@@ -231,6 +231,9 @@ class SmoothSSVMClassifier(StructuredEstimator):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
 
+    def _takes_dense_oracles(self):
+        return self.feature_map is None and self.solver != "agm"
+
     def _smoothing(self, kind, mu=None):
         code, K = smoothing_code(self.smoothing, self.top_k, kind)
         return smooth.Smoothing(code, K, self.mu if mu is None else float(mu))
@@ -292,6 +295,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
                              f"to 'l2' or 'entropy' (smoothing=None works with solver='sgd').")
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
         smoothing = self._smoothing(problem.kind)
+        if getattr(problem, "dense_oracles", False):
+            smooth.dense_top_k(smoothing)  # refuses what loopy graphs cannot smooth
         init = None
         if previous is not None:
             if previous.coef_.shape[0] != problem.n_params:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .._kernels.batch import expected_losses, stats_from_labels, weights_from_state
+from .._kernels.smoothed import NONE, TOP_K
 from .._kernels.stochastic import RSUM, S, R, WSUM, flush, lazy_state, stochastic_steps
 from ._common import Clock, numba_threads, progress_bar
 from .catalyst import catalyst
@@ -49,8 +50,27 @@ class Smoothing:
         return replace(self, mu=float(mu))
 
 
+def _dense(problem):
+    """Whether ``problem`` runs its oracles from Python with dense gradients (loopy graphs,
+    ``structures.graph.GraphProblem``) instead of the compiled label-space kernels."""
+    return getattr(problem, "dense_oracles", False)
+
+
+def dense_top_k(smoothing):
+    """``top_k`` of a dense-oracle problem's smoothed oracle (None: the hard max)."""
+    if smoothing.code == NONE:
+        return None
+    if smoothing.code != TOP_K:
+        raise ValueError("Entropy smoothing and l2 smoothing over all outputs are not "
+                         "available on loopy graphs (the log-partition function is #P-hard, "
+                         "the outputs are not enumerated): use smoothing='l2' with top_k.")
+    return smoothing.K
+
+
 def subproblem(problem, idx):
     """The examples ``idx`` of a packed problem, packed alike."""
+    if _dense(problem):
+        return problem.subset(idx)
     tok, node = problem.tok_offsets, problem.node_offsets
     lengths = tok[idx + 1] - tok[idx]
     tokens = np.concatenate([np.arange(tok[i], tok[i + 1]) for i in idx])
@@ -137,6 +157,13 @@ class DualBound:
 
 
 def full_gradient(problem, coef, smoothing):
+    if _dense(problem):  # per-example dense gradients stand for the label statistics M
+        top_k = dense_top_k(smoothing)
+        values, grads, ells = zip(*(problem.smoothed(i, coef, top_k, smoothing.mu)
+                                    for i in range(problem.n_samples)))
+        grads = np.array(grads)
+        return FullGradient(float(np.mean(values)), grads.mean(axis=0), grads, None,
+                            float(np.mean(ells)))
     values, M, Q = problem.smoothed_losses(coef, smoothing.code, smoothing.mu, smoothing.K)
     ell = expected_losses(problem.kind, problem.tok_offsets, problem.y, problem.node_offsets,
                           problem.tok_loss, M)
@@ -176,6 +203,38 @@ class LazyIterate:
         return acc / self.lazy[WSUM]
 
 
+class DenseIterate:
+    """The steps of :class:`LazyIterate` for a dense-oracle problem: the oracle's dense
+    gradient minus the reference one (``M_ref[i]``), then a projection onto the problem's
+    feasible set (the graph cuts need a submodular pairwise table); the weighted average of
+    the projected iterates stays feasible."""
+
+    def __init__(self, problem, w, B=None):
+        self.problem = problem
+        self.w = problem.project(np.array(w, dtype=float))
+        self.B = 0.0 if B is None else B
+        self.acc = np.zeros_like(self.w)
+        self.weight = 0.0
+
+    def steps(self, smoothing, M_ref, Q_ref, samples, step_sizes, decays, weights):
+        top_k = dense_top_k(smoothing)
+        for i, gamma, decay, omega in zip(samples, step_sizes, decays, weights):
+            grad = self.problem.smoothed(i, self.w, top_k, smoothing.mu)[1] - M_ref[i]
+            self.w = self.problem.project(decay * self.w - gamma * (self.B + grad))
+            self.acc += omega * self.w
+            self.weight += omega
+
+    def current(self):
+        return self.w.copy()
+
+    def average(self):
+        return self.acc / self.weight
+
+
+def _iterate(problem, w, B=None):
+    return (DenseIterate if _dense(problem) else LazyIterate)(problem, w, B)
+
+
 def svrg_epoch(problem, w_start, smoothing, step_size, quad, n_steps, rng):
     """One SVRG epoch (spec 000 §3.4) on ``F_mu`` with the regulariser ``quad``: the full
     gradient at the snapshot ``w_start``, then ``n_steps`` steps on examples drawn uniformly
@@ -189,8 +248,10 @@ def svrg_epoch(problem, w_start, smoothing, step_size, quad, n_steps, rng):
     if not 0.0 < decay < 1.0:
         raise ValueError(f"learning_rate * (alpha + kappa) = {step_size * quad.c:.3g} must be "
                          f"in (0, 1): lower the learning rate.")
+    if _dense(problem):  # the snapshot's oracles need a feasible point
+        w_start = problem.project(np.array(w_start, dtype=float))
     snap = full_gradient(problem, w_start, smoothing)
-    lazy = LazyIterate(problem, w_start, snap.grad - quad.linear(snap.grad))
+    lazy = _iterate(problem, w_start, snap.grad - quad.linear(snap.grad))
     samples = rng.integers(problem.n_samples, size=n_steps)
     lazy.steps(smoothing, snap.M, snap.Q, samples, np.full(n_steps, step_size),
                np.full(n_steps, decay), np.ones(n_steps))
@@ -449,9 +510,13 @@ def _sgd_epochs(problem, quad, smoothing, w0, learning_rate, schedule, t0, avera
     each, a True return ending the run. Returns the last epoch's iterate (averaged as asked)
     and the epochs run."""
     n = problem.n_samples
-    M_ref, Q_ref = stats_from_labels(problem.kind, problem.edges, problem.tok_offsets, problem.y,
-                                     problem.node_offsets, problem.n_codes, problem.n_pair)
-    lazy = LazyIterate(problem, w0, None if quad.p is None else -quad.p)
+    if _dense(problem):  # the dense gradients already subtract phi(x_i, y_i)
+        M_ref, Q_ref = np.zeros((problem.n_samples, problem.n_params)), None
+    else:
+        M_ref, Q_ref = stats_from_labels(problem.kind, problem.edges, problem.tok_offsets,
+                                         problem.y, problem.node_offsets, problem.n_codes,
+                                         problem.n_pair)
+    lazy = _iterate(problem, w0, None if quad.p is None else -quad.p)
     w, epoch = w0, 0
     for epoch in range(1, epochs + 1):
         t = np.arange((epoch - 1) * n + 1, epoch * n + 1, dtype=float)
@@ -471,11 +536,15 @@ def _sgd_epochs(problem, quad, smoothing, w0, learning_rate, schedule, t0, avera
 def learning_rate_scale(problem, smoothing):
     """``mu / R^2``, a (conservative) ``1/L`` for the smoothed hinge: ``R^2`` is the mean over
     examples of ``2 ||X_i||_F^2 + 2 T_i`` (emission and interaction parts of
-    ``||phi(x_i, y) - phi(x_i, y_i)||^2``); for the non-smooth hinge, ``1/R^2``."""
-    cum = np.concatenate([[0.0], np.cumsum(problem.data ** 2)])
-    bounds = problem.indptr[problem.tok_offsets]
-    R2 = 2.0 * np.mean(cum[bounds[1:]] - cum[bounds[:-1]]) + 2.0 * np.mean(
-        np.diff(problem.tok_offsets))
+    ``||phi(x_i, y) - phi(x_i, y_i)||^2``; dense-oracle problems give their own bound); for the
+    non-smooth hinge, ``1/R^2``."""
+    if _dense(problem):
+        R2 = problem.squared_radius()
+    else:
+        cum = np.concatenate([[0.0], np.cumsum(problem.data ** 2)])
+        bounds = problem.indptr[problem.tok_offsets]
+        R2 = 2.0 * np.mean(cum[bounds[1:]] - cum[bounds[:-1]]) + 2.0 * np.mean(
+            np.diff(problem.tok_offsets))
     return (smoothing.mu if smoothing.mu > 0 else 1.0) / R2
 
 

@@ -450,6 +450,35 @@ class BinaryGraphCRF(BaseEstimator):
         self.classes_ = np.array([0, 1])
         return self
 
+    def prepare(self, X, Y):
+        """Fit on ``(X, Y)`` (:meth:`fit`) and pack them for the solvers (a
+        :class:`GraphProblem`)."""
+        self.fit(X, Y)
+        return self.pack(X, Y)
+
+    def pack(self, X, Y=None):
+        """Validate examples (and labelings) against the fitted structure: a
+        :class:`GraphProblem`."""
+        if not hasattr(self, "n_features_in_"):
+            raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call "
+                                 f"fit(X, Y) first.")
+        if not isinstance(X, (list, tuple)):
+            raise ValueError("X must be a list of (node_features, edges) pairs.")
+        if Y is not None and len(Y) != len(X):
+            raise ValueError(f"X and Y have different numbers of examples: {len(X)} and "
+                             f"{len(Y)}.")
+        examples = []
+        for i, x in enumerate(X):
+            features, edges = self._check_x(x, self.n_features_in_, i)
+            y = None if Y is None else self._check_y(Y[i], features.shape[0], i)
+            examples.append((features, edges, y))
+        return GraphProblem(self, examples)
+
+    def predict(self, X, coef):
+        """Decode every example of ``X`` (one graph cut each)."""
+        problem = self.pack(X)
+        return problem.run_oracle(np.asarray(coef, dtype=np.float64), False)[0]
+
     @property
     def n_params(self):
         """Length of ``coef``: ``2 n_features + 4``."""
@@ -522,12 +551,19 @@ class BinaryGraphCRF(BaseEstimator):
     def _potentials(self, x, y_true, coef):
         """Unary scores (loss-augmented when ``y_true`` is given), theta, the gold score and the
         validated example ``(features, edges, y_true)``."""
-        example = features, edges, y = self._example(x, y_true)
+        example = features, _, _ = self._example(x, y_true)
         n_features = features.shape[1]
         coef = np.asarray(coef, dtype=np.float64)
         if coef.shape != (2 * n_features + 4,):
             raise ValueError(f"coef must have shape ({2 * n_features + 4},) = 2 * n_features "
                              f"+ 4, got {coef.shape}.")
+        return self._scores(example, coef)
+
+    @staticmethod
+    def _scores(example, coef):
+        """:meth:`_potentials` of a validated example and ``coef``."""
+        features, edges, y = example
+        n_features = features.shape[1]
         unary = features @ coef[:2 * n_features].reshape(n_features, 2)
         theta = coef[2 * n_features:].reshape(2, 2)
         if y is None:
@@ -596,20 +632,97 @@ class BinaryGraphCRF(BaseEstimator):
                              "#P-hard on loopy graphs; use smoothing='l2' (top-K) or None.")
         if smoothing not in ("l2", None):
             raise ValueError(f"smoothing must be 'l2' or None, got {smoothing!r}.")
-        unary, theta, gold, (features, edges, y) = self._potentials(x, y_true, coef)
-        if smoothing is None:
+        top_k = None if smoothing is None else _check_count(top_k, "top_k", 1)
+        value, gradient, _ = self._smoothed(self._potentials(x, y_true, coef), top_k, mu)
+        return value, gradient
+
+    @classmethod
+    def _smoothed(cls, potentials, top_k, mu):
+        """Smoothed loss, its gradient and the expected loss ``E_u L(y_true, y)`` of one example
+        from :meth:`_potentials`; ``top_k=None`` is the hard max."""
+        unary, theta, gold, (features, edges, y) = potentials
+        if top_k is None:
             y_star, score = graphcut_map(unary, edges, theta)
             value, labelings, weights = score - gold, [y_star], np.ones(1)
         else:
-            labelings, scores = self._bmmf(unary, edges, theta, _check_count(top_k, "top_k", 1))
+            labelings, scores = cls._bmmf(unary, edges, theta, top_k)
             value, weights, _ = topk_smooth_max(scores - gold, mu)
-        gradient = -self._phi(features, edges, y)
+        gradient = -cls._phi(features, edges, y)
+        expected_loss = 0.0
         for k in np.flatnonzero(weights > 0.0):  # skips the -inf padding
-            gradient += weights[k] * self._phi(features, edges, labelings[k])
-        return float(value), gradient
+            gradient += weights[k] * cls._phi(features, edges, labelings[k])
+            expected_loss += weights[k] * np.mean(labelings[k] != y)
+        return float(value), gradient, expected_loss
 
     def project_coef(self, coef):
         """``coef`` with its pairwise table projected onto the submodular cone (a copy)."""
         coef = np.array(coef, dtype=np.float64)
+        coef[-4:] = project_submodular(coef[-4:])
+        return coef
+
+
+class GraphProblem:
+    """Examples of a :class:`BinaryGraphCRF`, validated once, for the smoothed solvers.
+
+    The oracles are graph cuts run from Python (PyMaxflow), so the solvers cannot call them from
+    their compiled loops: they take the dense-oracle path of ``solvers/smooth.py``, with dense
+    gradients (``coef`` has only ``2 n_features + 4`` entries) and a projection keeping the
+    pairwise table submodular (the graph cuts need it) after every step.
+    """
+
+    #: the solvers' switch to their dense-oracle path
+    dense_oracles = True
+    #: no compiled structure kind (``smoothing_code`` then refuses l2 over all outputs)
+    kind = -1
+
+    def __init__(self, structure, examples):
+        self.structure = structure
+        self.examples = examples
+
+    @property
+    def n_samples(self):
+        return len(self.examples)
+
+    @property
+    def n_params(self):
+        return self.structure.n_params
+
+    def subset(self, idx):
+        """The examples ``idx``."""
+        return GraphProblem(self.structure, [self.examples[i] for i in idx])
+
+    def smoothed(self, i, coef, top_k, mu):
+        """Smoothed loss of example ``i`` at ``coef``, its gradient and expected loss (top-K
+        l2 smoothing; ``top_k=None``: the hard max)."""
+        return self.structure._smoothed(self.structure._scores(self.examples[i], coef), top_k,
+                                        mu)
+
+    def hinge_losses(self, coef):
+        """Structured hinge ``max_y H_i(y)`` of every example (one graph cut each)."""
+        return np.array([self.smoothed(i, coef, None, 0.0)[0] for i in range(self.n_samples)])
+
+    def run_oracle(self, coef, augment):
+        """Decoded labelings (loss-augmented with ``augment``), as the first entry of a
+        4-tuple like ``Problem.run_oracle``'s."""
+        labelings = []
+        for features, edges, y in self.examples:
+            unary, theta, _, _ = self.structure._scores(
+                (features, edges, y if augment else None), coef)
+            labelings.append(graphcut_map(unary, edges, theta)[0])
+        return labelings, None, None, None
+
+    def losses(self, y_pred):
+        """Normalised Hamming loss of each predicted labeling."""
+        return np.array([np.mean(np.asarray(yp) != y)
+                         for yp, (_, _, y) in zip(y_pred, self.examples)])
+
+    def squared_radius(self):
+        """Mean over examples of a bound on ``||phi(x, y) - phi(x, y')||^2``:
+        ``2 ||X||_F^2 + 2 E^2`` (emission and pairwise-count parts)."""
+        return float(np.mean([2.0 * np.sum(features ** 2) + 2.0 * edges.shape[0] ** 2
+                              for features, edges, _ in self.examples]))
+
+    def project(self, coef):
+        """``coef`` with a submodular pairwise table (in place)."""
         coef[-4:] = project_submodular(coef[-4:])
         return coef
