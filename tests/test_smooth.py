@@ -201,7 +201,7 @@ def test_subproblem_packs_the_selected_examples():
     X, Y = chain_data(rng)
     problem = structure.prepare(X, Y)
     idx = np.array([1, 4, 5, 11])
-    sub = smooth.subproblem(problem, idx)
+    sub = problem.subset(idx)
     direct = structure.pack([X[i] for i in idx], [Y[i] for i in idx])
     for name in ("indptr", "indices", "data", "tok_offsets", "y", "node_offsets", "tok_loss"):
         np.testing.assert_array_equal(getattr(sub, name), getattr(direct, name))

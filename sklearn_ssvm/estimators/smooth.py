@@ -312,9 +312,9 @@ class SmoothSSVMClassifier(StructuredEstimator):
                                  f"at least one on each side (change validation_fraction or "
                                  f"set early_stopping=False).")
             order = rng.permutation(n)
-            tracker = _ValidationTracker(smooth.subproblem(problem, np.sort(order[:n_val])),
+            tracker = _ValidationTracker(problem.subset(np.sort(order[:n_val])),
                                          self.n_iter_no_change, callback)
-            problem, callback = smooth.subproblem(problem, np.sort(order[n_val:])), tracker
+            problem, callback = problem.subset(np.sort(order[n_val:])), tracker
         learning_rate = self.learning_rate
         if learning_rate is None:
             learning_rate = smooth.choose_learning_rate(

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._kernels.batch import stats_from_labels, weights_from_state
+from .._kernels.batch import weights_from_state
 from .._kernels.bcfw import AWAY, FW, PAIRWISE, bcfw_pass, state_from_atoms
 from ._common import Clock, numba_threads, progress_bar
 
@@ -27,8 +27,7 @@ class DualState:
     @classmethod
     def at_labels(cls, problem):
         """The vertex ``alpha_i = e_{y_i}``, where ``w = 0`` and ``ell = 0``."""
-        M, Q = stats_from_labels(problem.kind, problem.edges, problem.tok_offsets, problem.y,
-                                 problem.node_offsets, problem.n_codes, problem.n_pair)
+        M, Q = problem.truth_stats()
         return cls(M, Q, np.zeros(problem.n_samples))
 
     @classmethod

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._kernels.batch import expected_losses, stats_from_labels, weights_from_state
+from .._kernels.batch import expected_losses, weights_from_state
 from .._kernels.smoothed import NONE, TOP_K
 from .._kernels.stochastic import RSUM, S, R, WSUM, flush, lazy_state, stochastic_steps
 from ._common import Clock, numba_threads, progress_bar
@@ -65,24 +65,6 @@ def dense_top_k(smoothing):
                          "available on loopy graphs (the log-partition function is #P-hard, "
                          "the outputs are not enumerated): use smoothing='l2' with top_k.")
     return smoothing.K
-
-
-def subproblem(problem, idx):
-    """The examples ``idx`` of a packed problem, packed alike."""
-    if _dense(problem):
-        return problem.subset(idx)
-    tok, node = problem.tok_offsets, problem.node_offsets
-    lengths = tok[idx + 1] - tok[idx]
-    tokens = np.concatenate([np.arange(tok[i], tok[i + 1]) for i in idx])
-    starts, stops = problem.indptr[tokens], problem.indptr[tokens + 1]
-    nnz = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops)])
-    indptr = np.concatenate([[0], np.cumsum(stops - starts)]).astype(np.int64)
-    nodes = np.concatenate([np.arange(node[i], node[i + 1]) for i in idx])
-    return replace(problem, indptr=indptr, indices=problem.indices[nnz], data=problem.data[nnz],
-                   tok_offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-                   y=problem.y[nodes], tok_loss=problem.tok_loss[tokens],
-                   node_offsets=np.concatenate([[0], np.cumsum(node[idx + 1] - node[idx])])
-                   .astype(np.int64), _gram=None)
 
 
 @dataclass(frozen=True)
@@ -248,8 +230,7 @@ def svrg_epoch(problem, w_start, smoothing, step_size, quad, n_steps, rng):
     if not 0.0 < decay < 1.0:
         raise ValueError(f"learning_rate * (alpha + kappa) = {step_size * quad.c:.3g} must be "
                          f"in (0, 1): lower the learning rate.")
-    if _dense(problem):  # the snapshot's oracles need a feasible point
-        w_start = problem.project(np.array(w_start, dtype=float))
+    w_start = problem.project(w_start)  # the snapshot's oracles need a feasible point
     snap = full_gradient(problem, w_start, smoothing)
     lazy = _iterate(problem, w_start, snap.grad - quad.linear(snap.grad))
     samples = rng.integers(problem.n_samples, size=n_steps)
@@ -340,7 +321,6 @@ def svrg(problem, alpha, smoothing, *, learning_rate, max_iter=50, tol=0.0, warm
     n = problem.n_samples
     w = np.zeros(problem.n_params) if init is None else np.array(init, dtype=float)
     monitor = Monitor(problem, quad, tol, max_iter, verbose, "SVRG", callback)
-    converged = False
     with numba_threads(n_jobs):
         w, epoch = sgd_warmup(problem, quad, smoothing, learning_rate, w, warmup, max_iter, rng,
                               monitor)
@@ -510,12 +490,7 @@ def _sgd_epochs(problem, quad, smoothing, w0, learning_rate, schedule, t0, avera
     each, a True return ending the run. Returns the last epoch's iterate (averaged as asked)
     and the epochs run."""
     n = problem.n_samples
-    if _dense(problem):  # the dense gradients already subtract phi(x_i, y_i)
-        M_ref, Q_ref = np.zeros((problem.n_samples, problem.n_params)), None
-    else:
-        M_ref, Q_ref = stats_from_labels(problem.kind, problem.edges, problem.tok_offsets,
-                                         problem.y, problem.node_offsets, problem.n_codes,
-                                         problem.n_pair)
+    M_ref, Q_ref = problem.truth_stats()
     lazy = _iterate(problem, w0, None if quad.p is None else -quad.p)
     w, epoch = w0, 0
     for epoch in range(1, epochs + 1):
@@ -534,18 +509,10 @@ def _sgd_epochs(problem, quad, smoothing, w0, learning_rate, schedule, t0, avera
 
 
 def learning_rate_scale(problem, smoothing):
-    """``mu / R^2``, a (conservative) ``1/L`` for the smoothed hinge: ``R^2`` is the mean over
-    examples of ``2 ||X_i||_F^2 + 2 T_i`` (emission and interaction parts of
-    ``||phi(x_i, y) - phi(x_i, y_i)||^2``; dense-oracle problems give their own bound); for the
+    """``mu / R^2``, a (conservative) ``1/L`` for the smoothed hinge, with ``R^2`` the
+    problem's ``squared_radius`` (a bound on ``||phi(x_i, y) - phi(x_i, y')||^2``); for the
     non-smooth hinge, ``1/R^2``."""
-    if _dense(problem):
-        R2 = problem.squared_radius()
-    else:
-        cum = np.concatenate([[0.0], np.cumsum(problem.data ** 2)])
-        bounds = problem.indptr[problem.tok_offsets]
-        R2 = 2.0 * np.mean(cum[bounds[1:]] - cum[bounds[:-1]]) + 2.0 * np.mean(
-            np.diff(problem.tok_offsets))
-    return (smoothing.mu if smoothing.mu > 0 else 1.0) / R2
+    return (smoothing.mu if smoothing.mu > 0 else 1.0) / problem.squared_radius()
 
 
 def choose_learning_rate(problem, run, smoothing, rng, n_sub=500, grid=tuple(range(0, 15, 2))):
@@ -557,7 +524,7 @@ def choose_learning_rate(problem, run, smoothing, rng, n_sub=500, grid=tuple(ran
     (factor 2) of the best one. Rates that diverge or are invalid are skipped.
     """
     n = problem.n_samples
-    sub = subproblem(problem, np.sort(rng.choice(n, size=min(n, n_sub), replace=False)))
+    sub = problem.subset(np.sort(rng.choice(n, size=min(n, n_sub), replace=False)))
     scale = learning_rate_scale(sub, smoothing)
     tried = {}
 

@@ -9,7 +9,7 @@ so that one set of numba kernels (unary scores, oracles, BCFW steps) serves them
 parameter vector is ``coef = [vec(W), theta]`` with ``W`` of shape ``(n_token_features, n_codes)``.
 """
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -97,6 +97,39 @@ class Problem:
         """Views ``(W, theta)`` of a parameter vector."""
         F, C = self.n_features, self.n_codes
         return coef[:F * C].reshape(F, C), coef[F * C:]
+
+    def subset(self, idx):
+        """The examples ``idx`` (sorted indices), packed alike."""
+        tok, node = self.tok_offsets, self.node_offsets
+        lengths = tok[idx + 1] - tok[idx]
+        tokens = np.concatenate([np.arange(tok[i], tok[i + 1]) for i in idx])
+        starts, stops = self.indptr[tokens], self.indptr[tokens + 1]
+        nnz = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops)])
+        indptr = np.concatenate([[0], np.cumsum(stops - starts)]).astype(np.int64)
+        nodes = np.concatenate([np.arange(node[i], node[i + 1]) for i in idx])
+        return replace(self, indptr=indptr, indices=self.indices[nnz], data=self.data[nnz],
+                       tok_offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                       y=self.y[nodes], tok_loss=self.tok_loss[tokens],
+                       node_offsets=np.concatenate([[0], np.cumsum(node[idx + 1] - node[idx])])
+                       .astype(np.int64), _gram=None)
+
+    def truth_stats(self):
+        """Label statistics of the true labelings, ``S(y_i)`` (rows of ``M``) and ``q(y_i)``
+        (rows of ``Q``): the dual vertex ``alpha_i = e_{y_i}``, SGD's reference point."""
+        return batch.stats_from_labels(self.kind, self.edges, self.tok_offsets, self.y,
+                                       self.node_offsets, self.n_codes, self.n_pair)
+
+    def squared_radius(self):
+        """Mean over examples of ``2 ||X_i||_F^2 + 2 T_i``, a bound on
+        ``||phi(x_i, y) - phi(x_i, y')||^2`` (emission and interaction parts)."""
+        cum = np.concatenate([[0.0], np.cumsum(self.data ** 2)])
+        bounds = self.indptr[self.tok_offsets]
+        return 2.0 * np.mean(cum[bounds[1:]] - cum[bounds[:-1]]) + 2.0 * np.mean(
+            np.diff(self.tok_offsets))
+
+    def project(self, coef):
+        """The nearest feasible coefficients: all are feasible here (see ``GraphProblem``)."""
+        return coef
 
     def run_oracle(self, coef, augment, M=None, Q=None):
         """Batched (loss-augmented) oracle at ``coef``; see ``_kernels.batch.oracle_all``."""

@@ -722,7 +722,11 @@ class GraphProblem:
         return float(np.mean([2.0 * np.sum(features ** 2) + 2.0 * edges.shape[0] ** 2
                               for features, edges, _ in self.examples]))
 
+    def truth_stats(self):
+        """SGD's reference gradients: zero, as the dense ones already subtract
+        ``phi(x_i, y_i)`` (``Problem.truth_stats`` gives label statistics instead)."""
+        return np.zeros((self.n_samples, self.n_params)), None
+
     def project(self, coef):
-        """``coef`` with a submodular pairwise table (in place)."""
-        coef[-4:] = project_submodular(coef[-4:])
-        return coef
+        """A copy of ``coef`` with its pairwise table projected onto the submodular cone."""
+        return self.structure.project_coef(coef)
