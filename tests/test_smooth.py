@@ -113,10 +113,11 @@ def smoothed_minimum(problem, alpha, sm):
     return res.fun, res.x
 
 
-@pytest.mark.parametrize("solver", ["svrg", "casimir"])
+@pytest.mark.parametrize("solver", ["svrg", "casimir", "casimir-inner-test"])
 def test_svrg_solvers_reach_the_smoothed_minimum(solver):
     """With a constant mu and entropy smoothing F_mu is smooth and strongly convex: SVRG and
-    Casimir-SVRG reach its L-BFGS minimum (spec 000 §7 item 19)."""
+    Casimir-SVRG (one epoch per outer iteration, or inner solves stopped by the test of (26))
+    reach its L-BFGS minimum (spec 000 §7 item 19)."""
     rng = np.random.default_rng(3)
     structure = MulticlassSVM()
     X, Y = data_for(structure, rng, n=30)
@@ -126,9 +127,16 @@ def test_svrg_solvers_reach_the_smoothed_minimum(solver):
     f_star, w_star = smoothed_minimum(problem, alpha, sm)
     if solver == "svrg":
         res = smooth.svrg(problem, alpha, sm, learning_rate=0.05, max_iter=150, random_state=0)
-    else:
+    elif solver == "casimir":
         res = smooth.casimir_svrg(problem, alpha, sm, learning_rate=0.05, mu_schedule="const",
                                   max_iter=150, random_state=0)
+    else:
+        res = smooth.casimir_svrg(problem, alpha, sm, learning_rate=0.05, mu_schedule="const",
+                                  kappa=1.0, inner_epochs=50, inner_test=True, max_iter=40,
+                                  random_state=0)
+        epochs = [r["inner_epochs"] for r in res.history]
+        assert 1 < max(epochs) < 50  # the test, not the cap, ends the inner solves
+        assert res.n_oracle_calls == 2 * 30 * sum(epochs)
     value = smooth.full_gradient(problem, res.coef, sm).value + 0.5 * alpha * res.coef @ res.coef
     assert value - f_star < 1e-6
     np.testing.assert_allclose(res.coef, w_star, atol=1e-3)
