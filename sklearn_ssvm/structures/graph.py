@@ -436,48 +436,47 @@ class BinaryGraphCRF(BaseEstimator):
         -------
         self
         """
-        if not isinstance(X, (list, tuple)) or len(X) == 0:
-            raise ValueError("X must be a non-empty list of (node_features, edges) pairs.")
-        if Y is None or len(Y) != len(X):
-            raise ValueError(f"X and Y have different numbers of examples: {len(X)} and "
-                             f"{0 if Y is None else len(Y)}.")
-        n_features = None
-        for i, (x, y) in enumerate(zip(X, Y)):
-            features, _ = self._check_x(x, n_features, i)
-            self._check_y(y, features.shape[0], i)
-            n_features = features.shape[1]
-        self.n_features_in_ = n_features
-        self.classes_ = np.array([0, 1])
+        self.prepare(X, Y)
         return self
 
     def prepare(self, X, Y):
-        """Fit on ``(X, Y)`` (:meth:`fit`) and pack them for the solvers (a
+        """:meth:`fit` on ``(X, Y)``, returning them validated for the solvers (a
         :class:`GraphProblem`)."""
-        self.fit(X, Y)
-        return self.pack(X, Y)
+        if Y is None:
+            raise ValueError("Y is required: one 0/1 labeling per example.")
+        examples = self._examples(X, Y, None)
+        self.n_features_in_ = examples[0][0].shape[1]
+        self.classes_ = np.array([0, 1])
+        return GraphProblem(self, examples)
 
     def pack(self, X, Y=None):
-        """Validate examples (and labelings) against the fitted structure: a
+        """Validate examples (and labelings, when given) against the fitted structure: a
         :class:`GraphProblem`."""
         if not hasattr(self, "n_features_in_"):
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call "
                                  f"fit(X, Y) first.")
-        if not isinstance(X, (list, tuple)):
-            raise ValueError("X must be a list of (node_features, edges) pairs.")
-        if Y is not None and len(Y) != len(X):
-            raise ValueError(f"X and Y have different numbers of examples: {len(X)} and "
-                             f"{len(Y)}.")
-        examples = []
-        for i, x in enumerate(X):
-            features, edges = self._check_x(x, self.n_features_in_, i)
-            y = None if Y is None else self._check_y(Y[i], features.shape[0], i)
-            examples.append((features, edges, y))
-        return GraphProblem(self, examples)
+        return GraphProblem(self, self._examples(X, Y, self.n_features_in_))
 
     def predict(self, X, coef):
         """Decode every example of ``X`` (one graph cut each)."""
         problem = self.pack(X)
         return problem.run_oracle(np.asarray(coef, dtype=np.float64), False)[0]
+
+    def _examples(self, X, Y, n_features):
+        """Validated ``(features, edges, y or None)`` of every example; ``n_features``: the
+        expected number of node features, or None to take the first example's."""
+        if not isinstance(X, (list, tuple)) or len(X) == 0:
+            raise ValueError("X must be a non-empty list of (node_features, edges) pairs.")
+        if Y is not None and len(Y) != len(X):
+            raise ValueError(f"X and Y have different numbers of examples: {len(X)} and "
+                             f"{len(Y)}.")
+        examples = []
+        for i, x in enumerate(X):
+            features, edges = self._check_x(x, n_features, i)
+            y = None if Y is None else self._check_y(Y[i], features.shape[0], i)
+            examples.append((features, edges, y))
+            n_features = features.shape[1]
+        return examples
 
     @property
     def n_params(self):
@@ -699,17 +698,24 @@ class GraphProblem:
 
     def hinge_losses(self, coef):
         """Structured hinge ``max_y H_i(y)`` of every example (one graph cut each)."""
-        return np.array([self.smoothed(i, coef, None, 0.0)[0] for i in range(self.n_samples)])
+        _, values, gold = self._decode(coef, True)
+        return values - gold
 
     def run_oracle(self, coef, augment):
         """Decoded labelings (loss-augmented with ``augment``), as the first entry of a
         4-tuple like ``Problem.run_oracle``'s."""
-        labelings = []
-        for features, edges, y in self.examples:
-            unary, theta, _, _ = self.structure._scores(
+        return self._decode(coef, augment)[0], None, None, None
+
+    def _decode(self, coef, augment):
+        """Best labelings (loss-augmented with ``augment``), their scores and the gold
+        scores."""
+        labelings, values, gold = [], np.empty(self.n_samples), np.zeros(self.n_samples)
+        for i, (features, edges, y) in enumerate(self.examples):
+            unary, theta, gold[i], _ = self.structure._scores(
                 (features, edges, y if augment else None), coef)
-            labelings.append(graphcut_map(unary, edges, theta)[0])
-        return labelings, None, None, None
+            y_best, values[i] = graphcut_map(unary, edges, theta)
+            labelings.append(y_best)
+        return labelings, values, gold
 
     def losses(self, y_pred):
         """Normalised Hamming loss of each predicted labeling."""
