@@ -287,7 +287,7 @@ class _PathResult:
         for k, (alpha, key, coef, _) in enumerate(cands):
             if key not in cache:  # predictions only change from one piece to the next
                 y_pred, _, _, _ = problem.run_oracle(coef, False)
-                cache[key] = 1.0 - float(np.mean(problem.losses(y_pred)))
+                cache[key] = problem.score(y_pred)
             scores[k] = cache[key]
         return np.array([c[0] for c in cands]), scores
 

@@ -253,6 +253,32 @@ def test_gap_sampling_visits_every_block_first_then_follows_the_gaps():
     assert done == 0
 
 
+def test_unnormalised_loss_is_the_normalised_one_at_alpha_times_length():
+    """For sequences of one length T the count-loss objective at alpha is T times the
+    normalised one at alpha T, at w / T (ChainCRF's docstring): both fits certify it."""
+    rng = np.random.default_rng(5)
+    T = 4
+    X = [rng.normal(size=(T, 3)) for _ in range(30)]
+    Y = [rng.integers(0, 3, size=T) for _ in range(30)]
+    alpha = 0.02
+    count = BCFWStructuredSVM(ChainCRF(normalize_loss=False), alpha=alpha, step="pairwise",
+                              tol=1e-9, max_iter=5000, random_state=0).fit(X, Y)
+    normalised = BCFWStructuredSVM(ChainCRF(), alpha=alpha * T, step="pairwise", tol=1e-9,
+                                   max_iter=5000, random_state=0).fit(X, Y)
+    assert count.converged_ and normalised.converged_
+    assert count.primal_objective_ == pytest.approx(T * normalised.primal_objective_, abs=1e-7)
+    np.testing.assert_allclose(count.coef_, T * normalised.coef_, atol=1e-4)
+
+
+@pytest.mark.parametrize("normalize_loss", [True, False])
+def test_score_is_the_token_accuracy_with_either_loss(normalize_loss):
+    X, Y = chain_data(np.random.default_rng(8), n=30)
+    est = BCFWStructuredSVM(ChainCRF(normalize_loss=normalize_loss), alpha=0.1, max_iter=3,
+                            random_state=0).fit(X, Y)
+    expected = np.mean([np.mean(p == y) for p, y in zip(est.predict(X), Y)])
+    assert est.score(X, Y) == pytest.approx(expected)
+
+
 def test_gap_sampling_needs_fewer_passes_than_uniform():
     """The paper's finding (spec 002 §9.2): gap sampling converges in fewer effective passes."""
     rng = np.random.default_rng(11)

@@ -11,8 +11,8 @@ from sklearn_ssvm.structures.base import smoothing_code
 
 from _brute import all_features
 
-STRUCTURES = ["chain", "multiclass", "binary", "candidates", "multilabel", "multilabel-tree",
-              "multilabel-full"]
+STRUCTURES = ["chain", "chain-count", "multiclass", "binary", "candidates", "multilabel",
+              "multilabel-tree", "multilabel-full"]
 #: (smoothing, top_k) as the structures take them; "large" K exceeds every |Y| here (<= 27)
 SMOOTHINGS = [("entropy", None), ("l2", None), ("l2", 1), ("l2", 2), ("l2", 5), ("l2", 100),
               (None, None)]
@@ -20,11 +20,11 @@ SMOOTHINGS = [("entropy", None), ("l2", None), ("l2", 1), ("l2", 2), ("l2", 5), 
 
 def make_data(name, rng):
     """A fitted structure and a few small examples (at most 27 outputs each)."""
-    if name == "chain":
+    if name.startswith("chain"):
         X = [rng.normal(size=(1 + i % 3, 2)) for i in range(5)]
         Y = [rng.integers(0, 3, size=x.shape[0]) for x in X]
         Y[2][:] = [0, 1, 2]  # every label seen
-        structure = ChainCRF()
+        structure = ChainCRF(normalize_loss=name == "chain")
     elif name == "candidates":
         X = [rng.normal(size=(1 + i % 5, 3)) for i in range(5)]
         Y = [rng.uniform(0.1, 1.0, size=x.shape[0]) for x in X]

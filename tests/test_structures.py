@@ -34,11 +34,12 @@ def flat_data(rng, structure, n=12, n_features=3):
 
 @pytest.mark.parametrize("n_labels", [2, 3, 4])
 @pytest.mark.parametrize("bias", [True, False])
-def test_chain_max_oracle_and_decode_match_enumeration(n_labels, bias):
+@pytest.mark.parametrize("normalize_loss", [True, False])
+def test_chain_max_oracle_and_decode_match_enumeration(n_labels, bias, normalize_loss):
     rng = np.random.default_rng(n_labels)
     labels = np.array(["B-NP", "I-NP", "O", "B-VP"][:n_labels])
     X, Y = random_chain_data(rng, 6, 3, labels, sparse=True)
-    s = ChainCRF(bias=bias)
+    s = ChainCRF(bias=bias, normalize_loss=normalize_loss)
     s.prepare(X, Y)
     assert list(s.classes_) == sorted(labels)
     for x, y in zip(X, Y):
@@ -62,11 +63,27 @@ def test_chain_loss_is_normalised_hamming():
     assert s.loss([0, 1, 1], [1, 1, 0]) == pytest.approx(2 / 3)
 
 
+def test_chain_loss_counts_wrong_labels_unnormalised():
+    rng = np.random.default_rng(3)
+    X, Y = random_chain_data(rng, 8, 2, np.array([0, 1, 2]), max_len=7)
+    s = ChainCRF(normalize_loss=False)
+    problem = s.prepare(X, Y)
+    for y in Y:
+        y_other = rng.integers(0, 3, size=len(y))
+        assert s.loss(y, y_other) == np.sum(y != y_other)
+    # the packed per-token costs give the same losses as the structure
+    y_pred = problem.y[::-1].copy()
+    expected = [np.sum(a != b) for a, b in zip(np.split(problem.y, problem.node_offsets[1:-1]),
+                                                 np.split(y_pred, problem.node_offsets[1:-1]))]
+    np.testing.assert_array_equal(problem.losses(y_pred), expected)
+
+
 @pytest.mark.parametrize("k", [1, 2, 5, 40])
-def test_chain_topk_oracle_matches_enumeration(k):
+@pytest.mark.parametrize("normalize_loss", [True, False])
+def test_chain_topk_oracle_matches_enumeration(k, normalize_loss):
     rng = np.random.default_rng(k)
     X, Y = random_chain_data(rng, 5, 2, np.array([0, 1, 2]), max_len=4)
-    s = ChainCRF()
+    s = ChainCRF(normalize_loss=normalize_loss)
     s.prepare(X, Y)
     for x, y in zip(X, Y):
         coef = rng.normal(size=s.n_params)
@@ -84,10 +101,11 @@ def test_chain_topk_oracle_matches_enumeration(k):
 
 
 @pytest.mark.parametrize("mu", [0.1, 1.0, 3.0])
-def test_chain_exp_oracle_matches_enumeration(mu):
+@pytest.mark.parametrize("normalize_loss", [True, False])
+def test_chain_exp_oracle_matches_enumeration(mu, normalize_loss):
     rng = np.random.default_rng(7)
     X, Y = random_chain_data(rng, 5, 2, np.array([0, 1, 2]), max_len=4)
-    s = ChainCRF()
+    s = ChainCRF(normalize_loss=normalize_loss)
     s.prepare(X, Y)
     for x, y in zip(X, Y):
         coef = rng.normal(size=s.n_params)

@@ -120,12 +120,20 @@ def stats_difference(kind, y_plus, y_minus, edges, n_codes, rows, cols, vals, q_
 
 @njit(cache=True, nogil=True)
 def label_loss(kind, y_true, y, losses):
-    """Task loss: Hamming normalised by the length for chains and multi-label, the given loss
-    of the candidate for candidate sets (``losses``: the example's per-token losses), else 0-1."""
+    """Task loss: for chains the weighted Hamming loss ``sum_t losses[t] [y_t != y_true_t]``
+    (``losses``: the example's per-token costs, ``1/T`` each for the normalised Hamming loss),
+    for candidate sets the given loss of the candidate (``losses``: the example's per-token
+    losses), for multi-label the Hamming loss normalised by the number of labels, else 0-1."""
     if kind == CANDIDATES:
         return losses[y[0]]
     if kind == MULTICLASS or kind == BINARY:
         return 0.0 if y_true[0] == y[0] else 1.0
+    if kind == CHAIN:
+        total = 0.0
+        for t in range(y.shape[0]):
+            if y[t] != y_true[t]:
+                total += losses[t]
+        return total
     wrong = 0
     for t in range(y.shape[0]):
         if y[t] != y_true[t]:
@@ -178,17 +186,20 @@ def oracle_work_size(kind, max_T, n_codes):
 
 
 @njit(cache=True, nogil=True)
-def chain_augment(U, y_true, saved):
-    """Loss-augment the unary scores of a chain in place, up to the constant 1.
+def chain_augment(U, y_true, losses, saved):
+    """Loss-augment the unary scores of a chain in place, up to a constant, which it returns.
 
-    ``L(y_true, y) = 1 - sum_t [y_t = y_true_t] / T``, so lowering the true labels' scores by
-    ``1/T`` adds ``L - 1`` to every labeling's score. Their originals go to ``saved`` (``T``
-    floats) so that ``chain_restore`` puts them back exactly, not by adding ``1/T`` back.
+    ``L(y_true, y) = sum_t c_t - sum_t c_t [y_t = y_true_t]`` with the per-token costs
+    ``c = losses``, so lowering each true label's score by ``c_t`` adds ``L - sum_t c_t`` to
+    every labeling's score. The originals go to ``saved`` (``T`` floats) so that
+    ``chain_restore`` puts them back exactly, not by adding ``c_t`` back.
     """
-    T = U.shape[0]
-    for t in range(T):
+    total = 0.0
+    for t in range(U.shape[0]):
         saved[t] = U[t, y_true[t]]
-        U[t, y_true[t]] -= 1.0 / T
+        U[t, y_true[t]] -= losses[t]
+        total += losses[t]
+    return total
 
 
 @njit(cache=True, nogil=True)
@@ -235,10 +246,10 @@ def oracle(kind, U, theta, y_true, losses, augment, edges, parent, order, y_out,
         trans = theta.reshape((C, C))
         if not augment:
             return viterbi_into(U, trans, y_out, work)
-        chain_augment(U, y_true, work[:T])
+        constant = chain_augment(U, y_true, losses, work[:T])
         value = viterbi_into(U, trans, y_out, work[T:])
         chain_restore(U, y_true, work[:T])
-        return value + 1.0
+        return value + constant
     if kind == MULTICLASS:
         best = -np.inf
         for c in range(C):
@@ -314,11 +325,10 @@ def expected_label_loss(kind, y_true, M_i, losses):
         p_one = M_i[0, 0] + 0.5
         return 1.0 - p_one if y_true[0] == 1 else p_one
     if kind == CHAIN:
-        T = M_i.shape[0]
-        agree = 0.0
-        for t in range(T):
-            agree += M_i[t, y_true[t]]
-        return 1.0 - agree / T
+        total = 0.0
+        for t in range(M_i.shape[0]):
+            total += losses[t] * (1.0 - M_i[t, y_true[t]])
+        return total
     K = M_i.shape[1]  # multi-label: the indicator's expectation, label by label
     wrong = 0.0
     for k in range(K):

@@ -103,12 +103,12 @@ def _topk_stats(kind, scores, outputs, mu, edges, M_i, Q_i, work):
 
 
 @njit(cache=True, nogil=True)
-def _chain_smoothed(U, theta, y_true, edges, smoothing, K, mu, M_i, Q_i, work):
+def _chain_smoothed(U, theta, y_true, losses, edges, smoothing, K, mu, M_i, Q_i, work):
     """Entropy (forward-backward, Algo. 3) or top-K (Algo. 2 + eq. (11)) smoothing of a chain."""
     T = U.shape[0]
     C = U.shape[1]
     trans = theta.reshape((C, C))
-    chain_augment(U, y_true, work[:T])
+    constant = chain_augment(U, y_true, losses, work[:T])
     if smoothing == ENTROPY:
         value, node, edge = forward_backward(U, trans, mu)
         M_i[:, :] = node
@@ -123,7 +123,7 @@ def _chain_smoothed(U, theta, y_true, edges, smoothing, K, mu, M_i, Q_i, work):
         topk_viterbi_into(U, trans, K, scores, paths, rest[2 * K:])
         value = _topk_stats(CHAIN, scores, paths, mu, edges, M_i, Q_i, rest)
     chain_restore(U, y_true, work[:T])
-    return value + 1.0  # the constant part of the loss (chain_augment)
+    return value + constant  # the constant part of the loss (chain_augment)
 
 
 @njit(cache=True, nogil=True)
@@ -241,7 +241,8 @@ def smoothed_oracle(kind, U, theta, y_true, losses, edges, parent, order, smooth
         add_stats(kind, y_out, 1.0, M_i, Q_i, edges)
         return value
     if kind == CHAIN:
-        return _chain_smoothed(U, theta, y_true, edges, smoothing, K, mu, M_i, Q_i, work)
+        return _chain_smoothed(U, theta, y_true, losses, edges, smoothing, K, mu, M_i, Q_i,
+                               work)
     if enumerable_outputs(kind):
         return _enumerated_smoothed(kind, U, theta, y_true, losses, edges, smoothing, K, mu, M_i,
                                     Q_i, work)

@@ -83,10 +83,11 @@ class StructuredEstimator(BaseEstimator):
         return self.structure_.pack(X, Y)
 
     def score(self, X, Y):
-        """``1 - mean task loss`` (token accuracy for chains, accuracy for classifiers)."""
+        """``1 - mean task loss``, each in [0, 1]: mean per-sequence token accuracy for chains
+        (also with ``ChainCRF(normalize_loss=False)``), accuracy for classifiers."""
         problem = self._packed(X, Y)
         y_pred, _, _, _ = problem.run_oracle(self.coef_, False)
-        return 1.0 - float(np.mean(problem.losses(y_pred)))
+        return problem.score(y_pred)
 
     def primal_objective(self, X, Y, alpha=None):
         """``alpha/2 ||coef_||^2 + mean_i H~_i(coef_)`` on ``(X, Y)`` (spec 002 eq. (1))."""

@@ -32,7 +32,7 @@ class _ValidationTracker:
 
     def __call__(self, epoch, coef):
         y_pred, _, _, _ = self.validation.run_oracle(coef, False)
-        score = 1.0 - float(np.mean(self.validation.losses(y_pred)))
+        score = self.validation.score(y_pred)
         self.scores.append(score)
         if score > self.best_score:
             self.best_score, self.best_epoch, self.best_coef = score, epoch, coef.copy()

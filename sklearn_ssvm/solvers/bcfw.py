@@ -9,6 +9,7 @@ import numpy as np
 
 from .._kernels.batch import weights_from_state
 from .._kernels.bcfw import AWAY, FW, PAIRWISE, bcfw_pass, state_from_atoms
+from .._kernels.labelings import CHAIN
 from ._common import Clock, numba_threads, progress_bar
 
 #: early exact check when the stale block-gap estimates sum below this fraction of tol
@@ -369,6 +370,10 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
                          "reached by Frank-Wolfe steps alone does not have them.")
     steps = 0
     hits = 0
+    # the largest loss bounds the gap at the start (spec 002 §5.1): 1, or a chain's total cost
+    start_gap = 1.0
+    if problem.kind == CHAIN and n > 0:
+        start_gap = float(np.max(np.add.reduceat(problem.tok_loss, problem.tok_offsets[:-1])))
     if averaging and not certify:
         raise ValueError("averaging needs exact checks: the estimates are the last iterate's.")
     # the heuristic exit watches the last iterate's gaps; with averaging the average is certified
@@ -379,8 +384,7 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
             args = (*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, Wc,
                     theta_c, *limits, state.M, state.Q, state.ell_blocks, alpha, first)
             rest = (n, uniforms, sampling == "gap", exit_below, estimates, STEPS[step])
-            # losses are at most 1, so the gap at the start is too (spec 002 §5.1)
-            last_gap = 1.0 if cert is None else max(cert.gap, 0.0)
+            last_gap = start_gap if cert is None else max(cert.gap, 0.0)
             caching = (cache, cache_F, cache_nu * last_gap / n)
             done, needs_room, pass_hits = bcfw_pass(*args, 0, *rest, atoms.labels, atoms.weights,
                                                     atoms.count, *caching, steps,

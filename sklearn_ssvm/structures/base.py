@@ -192,6 +192,15 @@ class Problem:
                                               self.tok_loss[tok[i]:tok[i + 1]])
                          for i in range(self.n_samples)])
 
+    def score(self, y_pred):
+        """``1 - mean task loss``, each example's loss scaled to [0, 1] first: for chains the
+        weighted Hamming loss over its total weight (the fraction of wrong labels, whether the
+        training loss is normalised or counts), the estimators' ``score``."""
+        losses = self.losses(y_pred)
+        if self.kind == labelings.CHAIN:
+            losses = losses / np.add.reduceat(self.tok_loss, self.tok_offsets[:-1])
+        return 1.0 - float(np.mean(losses))
+
 
 def smoothing_code(smoothing, top_k, kind):
     """Kernel code and ``K`` of a smoothing given as the estimators take it.
@@ -326,8 +335,12 @@ class StructuredModel(BaseEstimator):
         return X_all
 
     def _token_losses(self, Y):
-        """Per-token losses packed like the tokens (candidate sets only)."""
+        """Per-token losses packed like the tokens (chain costs, candidate losses), or None."""
         return None
+
+    def _label_costs(self, n_labels):
+        """The ``losses`` argument of ``label_loss`` for one labeling of ``n_labels``."""
+        return np.zeros(0)
 
     def _check_n_features(self, n_features, i):
         if n_features != self.n_features_in_:
@@ -389,7 +402,7 @@ class StructuredModel(BaseEstimator):
         b = self._encode_one(y)
         if a.shape != b.shape:
             raise ValueError(f"Labelings have different lengths: {a.shape[0]} and {b.shape[0]}.")
-        return labelings.label_loss(self._kind, a, b, np.zeros(0))
+        return labelings.label_loss(self._kind, a, b, self._label_costs(a.shape[0]))
 
     def max_oracle(self, x, y_true, coef):
         """Loss-augmented decoding: ``(y*, H(y*))`` with

@@ -17,12 +17,20 @@ class ChainCRF(SequenceStructure):
       ``bias=True``, stored as three extra token features,
     - transition counts ``sum_t e_{y_{t-1}} (x) e_{y_t}`` (``n_labels x n_labels``).
 
-    The loss is the Hamming loss normalised by the sequence length.
+    The loss is the Hamming loss normalised by the sequence length (the fraction of wrong
+    labels), or with ``normalize_loss=False`` the number of wrong labels.
 
     Parameters
     ----------
     bias : bool, default=True
         Add the any/first/last position biases.
+    normalize_loss : bool, default=True
+        Divide the Hamming loss by the sequence length, so every sequence's loss is in [0, 1]
+        and ``alpha`` means the same for short and long sequences. ``False`` counts the wrong
+        labels, as pystruct and the ``C``-parametrised SSVM literature do: the primal (1) then
+        scales with the sequence length ``T``, and ``alpha`` regularises like ``alpha T`` with
+        the normalised loss (for sequences of one length ``T``, ``w`` minimises the count-loss
+        objective at ``alpha`` iff ``w / T`` minimises the normalised one at ``alpha T``).
 
     Attributes
     ----------
@@ -33,10 +41,21 @@ class ChainCRF(SequenceStructure):
     """
 
     _kind = CHAIN
-    loss_name = "normalised Hamming loss"
 
-    def __init__(self, bias=True):
+    def __init__(self, bias=True, normalize_loss=True):
         self.bias = bias
+        self.normalize_loss = normalize_loss
+
+    @property
+    def loss_name(self):
+        return "normalised Hamming loss" if self.normalize_loss else "Hamming loss (count)"
+
+    def _label_costs(self, n_labels):
+        # the cost of each wrong label: 1/T normalises the loss to [0, 1]
+        return np.full(n_labels, 1.0 / max(n_labels, 1) if self.normalize_loss else 1.0)
+
+    def _token_losses(self, Y):
+        return np.concatenate([self._label_costs(len(y)) for y in Y])
 
     @property
     def _n_codes(self):
@@ -98,9 +117,9 @@ class ChainCRF(SequenceStructure):
         trans = theta.reshape(len(self.classes_), len(self.classes_))
         y = problem.y
         gold = chain_kernels.score_labeling(np.ascontiguousarray(unary), trans, y)
-        T = unary.shape[0]
-        aug = unary + 1.0 / T
-        aug[np.arange(T), y] -= 1.0 / T
+        costs = problem.tok_loss
+        aug = unary + costs[:, None]
+        aug[np.arange(unary.shape[0]), y] -= costs
         return np.ascontiguousarray(aug), trans, gold
 
     def topk_oracle(self, x, y_true, coef, k):

@@ -722,6 +722,10 @@ class GraphProblem:
         return np.array([np.mean(np.asarray(yp) != y)
                          for yp, (_, _, y) in zip(y_pred, self.examples)])
 
+    def score(self, y_pred):
+        """``1 - mean task loss`` (``Problem.score``)."""
+        return 1.0 - float(np.mean(self.losses(y_pred)))
+
     def squared_radius(self):
         """Mean over examples of a bound on ``||phi(x, y) - phi(x, y')||^2``:
         ``2 ||X||_F^2 + 2 E^2`` (emission and pairwise-count parts)."""
