@@ -373,7 +373,7 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
     # the largest loss bounds the gap at the start (spec 002 §5.1): 1, or a chain's total cost
     start_gap = 1.0
     if problem.kind == CHAIN and n > 0:
-        start_gap = float(np.max(np.add.reduceat(problem.tok_loss, problem.tok_offsets[:-1])))
+        start_gap = float(np.max(problem.chain_costs()))
     if averaging and not certify:
         raise ValueError("averaging needs exact checks: the estimates are the last iterate's.")
     # the heuristic exit watches the last iterate's gaps; with averaging the average is certified

@@ -192,13 +192,17 @@ class Problem:
                                               self.tok_loss[tok[i]:tok[i + 1]])
                          for i in range(self.n_samples)])
 
+    def chain_costs(self):
+        """Each chain's total token cost, its largest loss (1 with the normalised loss)."""
+        return np.add.reduceat(self.tok_loss, self.tok_offsets[:-1])
+
     def score(self, y_pred):
         """``1 - mean task loss``, each example's loss scaled to [0, 1] first: for chains the
-        weighted Hamming loss over its total weight (the fraction of wrong labels, whether the
+        weighted Hamming loss over its total cost (the fraction of wrong labels, whether the
         training loss is normalised or counts), the estimators' ``score``."""
         losses = self.losses(y_pred)
         if self.kind == labelings.CHAIN:
-            losses = losses / np.add.reduceat(self.tok_loss, self.tok_offsets[:-1])
+            losses = losses / self.chain_costs()
         return 1.0 - float(np.mean(losses))
 
 
