@@ -33,6 +33,7 @@ from threadpoolctl import threadpool_limits
 
 from .._kernels.pragam import hinge_objective, project_q2_into
 from .._kernels.smoothed import ENTROPY
+from ..penalties import ElasticNet, as_penalty
 from ._common import Clock, numba_threads, progress_bar
 from .pragam import sigma_max_sq
 from .smooth import Smoothing, full_gradient
@@ -582,17 +583,18 @@ def agm(X, y, alpha, *, formulation="primal", loss="hinge", fit_intercept=False,
 class StructuredEntropy:
     """The structured hinge of any structure smoothed by entropy (M3N, spec 001 §1.3 row 4a):
     ``f(w) = mean_i mu log sum_y exp(H_i(y) / mu)`` with ``H_i`` the loss-augmented score
-    margins, ``Psi = alpha/2 ||w||^2``.
+    margins, ``Psi`` the elastic net of ``penalty`` (spec 001 Example 6, §3.9: its model step is
+    a soft-threshold, Assumption 2).
 
     The smoothing weights of each gradient are a feasible point of the SSVM dual; their mean
     gradient ``g`` and expected loss ``ell`` are the by-products, and the averaged pair
-    certifies ``D = ell - ||g||^2 / (2 alpha)`` against the exact (max-oracle) primal.
+    certifies ``D = ell - Psi*(-g)`` against the exact (max-oracle) primal.
     """
 
-    def __init__(self, problem, alpha, mu):
-        self.problem, self.alpha = problem, alpha
+    def __init__(self, problem, penalty, mu):
+        self.problem, self.penalty = problem, penalty
         self.smoothing = Smoothing(ENTROPY, 1, mu)
-        self.strong = alpha
+        self.strong = penalty.c
         self.x0 = np.zeros(problem.n_params)
         cum = np.concatenate([[0.0], np.cumsum(problem.data ** 2)])
         rows = problem.indptr[problem.tok_offsets]
@@ -611,30 +613,32 @@ class StructuredEntropy:
         return full_gradient(self.problem, w, self.smoothing).value + self.psi(w), None
 
     def psi(self, w):
-        return 0.5 * self.alpha * w @ w
+        return self.penalty.value(w)
 
     def model_min(self, p, c):
-        return p / (c + self.alpha)
+        return self.penalty.model_min(p, c)
 
     def certificate(self, w, info, by_avg):
         g, ell = by_avg
         primal = float(np.mean(self.problem.hinge_losses(w))) + self.psi(w)
-        return primal, float(ell) - g @ g / (2.0 * self.alpha), w, 0.0, None
+        return primal, float(ell) - self.penalty.conjugate(-g), w, 0.0, None
 
 
 def agm_structured(problem, alpha, mu, *, memory="inf", tol=1e-3, max_iter=1000, check_every=1,
                    n_jobs=None, verbose=0):
     """AGM on the entropy-smoothed structured SVM of any structure (spec 001 §1.3, §3.2).
 
-    Minimises ``alpha/2 ||w||^2 + mean_i mu log sum_y exp(H_i(y) / mu)`` (the smoothed
-    ``mean_i H~_i``; the smoothing adds at most ``mu log |Y_i|``) with a certified gap on the
-    non-smooth objective of spec 002 eq. (1).
+    Minimises ``r(w) + mean_i mu log sum_y exp(H_i(y) / mu)`` (the smoothed ``mean_i H~_i``;
+    the smoothing adds at most ``mu log |Y_i|``) with a certified gap on the non-smooth
+    objective of spec 002 eq. (1), ``r`` the L2 penalty ``alpha/2 ||w||^2`` or an elastic net
+    (spec 001 Example 6: the composite's model step is the soft-threshold).
 
     Parameters
     ----------
     problem : Problem
-    alpha : float
-        Regularisation ``lambda``.
+    alpha : float or ElasticNet
+        Regularisation ``lambda`` of the L2 penalty, or the penalty
+        (:class:`~sklearn_ssvm.penalties.ElasticNet`).
     mu : float
         Entropy smoothing ``> 0``; the certified gap cannot fall below the smoothing bias.
     memory : {"inf", "1"}
@@ -654,31 +658,27 @@ def agm_structured(problem, alpha, mu, *, memory="inf", tol=1e-3, max_iter=1000,
     if not mu > 0:
         raise ValueError(f"mu must be > 0, got {mu!r}.")
     with numba_threads(n_jobs):
-        return agm_solve(StructuredEntropy(problem, alpha, float(mu)), memory=memory, tol=tol,
+        return agm_solve(StructuredEntropy(problem, as_penalty(alpha), float(mu)), memory=memory,
+                         tol=tol,
                          max_iter=max_iter, check_every=check_every, verbose=verbose,
                          desc="AGM-M3N")
 
 
-class ElasticNet:
+class LeastSquaresElasticNet:
     """Elastic net in scikit-learn's form (spec 001 Example 6, §3.9): ``f(w) = ||y - X w||^2 /
     (2n)``, ``Psi(w) = alpha l1_ratio ||w||_1 + alpha (1 - l1_ratio)/2 ||w||^2``.
 
     The model step is the soft-threshold prox; the residuals ``theta(u) = (y - X u)/n`` average
-    to a point of the Fenchel dual
-    ``D(theta) = <theta, y> - n/2 ||theta||^2 - ||soft(X^T theta, alpha l1_ratio)||^2 /
-    (2 alpha (1 - l1_ratio))``.
+    to a point of the Fenchel dual ``D(theta) = <theta, y> - n/2 ||theta||^2 - Psi*(X^T theta)``.
     """
 
     def __init__(self, X, y, alpha, l1_ratio):
         self.X, self.y = X, y
         self.n = y.shape[0]
-        self.l1 = alpha * l1_ratio
-        self.strong = alpha * (1.0 - l1_ratio)
+        self.penalty = ElasticNet.from_alpha(alpha, l1_ratio)
+        self.strong = self.penalty.c
         self.x0 = np.zeros(X.shape[1])
         self.lipschitz0 = sigma_max_sq(X) / self.n
-
-    def _soft(self, p):
-        return np.sign(p) * np.maximum(np.abs(p) - self.l1, 0.0)
 
     def image(self, w):
         return self.X @ w
@@ -693,15 +693,14 @@ class ElasticNet:
         return 0.5 * r @ r / self.n + self.psi(w), r
 
     def psi(self, w):
-        return self.l1 * np.abs(w).sum() + 0.5 * self.strong * w @ w
+        return self.penalty.value(w)
 
     def model_min(self, p, c):
-        return self._soft(p) / (c + self.strong)
+        return self.penalty.model_min(p, c)
 
     def certificate(self, w, r, by_avg):
         theta, v = by_avg
-        soft = self._soft(v)
-        dual = theta @ self.y - 0.5 * self.n * theta @ theta - soft @ soft / (2 * self.strong)
+        dual = theta @ self.y - 0.5 * self.n * theta @ theta - self.penalty.conjugate(v)
         return 0.5 * r @ r / self.n + self.psi(w), dual, w, 0.0, theta
 
 
@@ -726,8 +725,6 @@ def agm_elastic_net(X, y, alpha=1.0, l1_ratio=0.5, *, memory="inf", tol=1e-8, ma
     -------
     AGMResult
     """
-    if not 0.0 <= l1_ratio < 1.0:
-        raise ValueError(f"l1_ratio must be in [0, 1), got {l1_ratio!r}.")
     X = X.tocsr() if sp.issparse(X) else np.asarray(X, dtype=float)
-    return agm_solve(ElasticNet(X, np.asarray(y, dtype=float), alpha, l1_ratio), memory=memory,
-                     tol=tol, max_iter=max_iter, verbose=verbose, desc="AGM-enet")
+    return agm_solve(LeastSquaresElasticNet(X, np.asarray(y, dtype=float), alpha, l1_ratio),
+                     memory=memory, tol=tol, max_iter=max_iter, verbose=verbose, desc="AGM-enet")
