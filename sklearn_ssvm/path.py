@@ -237,6 +237,9 @@ def _solver_settings(estimator):
     if getattr(estimator, "coef_bounds", None) is not None:
         raise ValueError("Regularization paths with box constraints (coef_bounds) are not "
                          "implemented: Alg. 6 gives no bound for them (spec 002 §8.2).")
+    if getattr(estimator, "l1_ratio", 0.0) != 0:
+        raise ValueError("Regularization paths with an l1 penalty (l1_ratio > 0) are not "
+                         "implemented: Alg. 6 and Prop. 1 are the L2 penalty's (spec 002 §8).")
     return {name: getattr(estimator, name)
             for name in ("max_iter", "gap_check", "sampling", "step", "cache", "cache_size")}
 
@@ -553,7 +556,7 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
         ``step``, ``cache`` and ``cache_size`` (active sets and caches are carried from one
         breakpoint to the next, rescaled by Prop. 1). Its ``alpha``, ``tol`` and ``averaging``
         are ignored: the path certifies the last iterate. Box constraints (``coef_bounds``)
-        are not supported.
+        and the elastic net (``l1_ratio > 0``) are not supported.
     X, Y
         Training data, as for ``estimator.fit``.
     eps : float, default=0.1

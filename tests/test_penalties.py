@@ -89,3 +89,12 @@ def test_soft_line_search_minimises_the_piecewise_quadratic():
                              np.empty(2 * n, np.int64))
         assert 0.0 <= g <= gmax
         assert f(g) <= min(f(x) for x in np.linspace(0, gmax, 4001)) + 1e-12
+
+
+def test_soft_line_search_with_a_tiny_threshold_is_the_l2_step():
+    """Kinks at +-1e-300 are where ``base + gamma d`` rounds to 0: the entering side comes
+    from the edge, so the result is the L2 step."""
+    b, d = np.array([1.0, -2.0, 0.5]), np.array([-3.0, 2.0, -1.0])
+    args = (np.empty(6), np.empty(6, np.int64))
+    tiny = soft_line_search(1.0, b, d, 3, 1e-300, 1.0, 10.0, *args)
+    assert tiny == pytest.approx(soft_line_search(1.0, b, d, 3, 0.0, 1.0, 10.0, *args))

@@ -15,6 +15,8 @@ Every step type moves block i along a direction ``(D, dq, dl)`` in label space (
 
 Along a direction, ``f(gamma)`` decreases at rate ``N = (<D, U> + <dq, theta>)/n + dl`` and has
 curvature ``(||X_i^T D||^2 + ||dq||^2) / (lambda n^2)``, so ``gamma* = N lambda n^2 / quad``.
+Under the elastic net the weights are soft-thresholded and ``f`` is piecewise quadratic along
+the direction: its exact minimiser comes from the coordinates the step moves (``bcfw_pass``).
 Pairwise and away steps need the active set of each block: its atoms are stored as labelings
 (``atom_y[node_off[i]:node_off[i+1], k]``) with weights ``atom_w[i, k]`` (``atom_n[i]`` of them).
 Rows are label variables and columns atoms, so all the labelings of a block are contiguous: a
@@ -26,6 +28,7 @@ from numba import njit
 from .batch import max_length
 from .labelings import (add_stats, expected_score, label_loss, labeling_score, oracle,
                         oracle_work_size, stats_difference)
+from .penalty import soft_line_search
 from .prefetch import prefetch_rows, prefetch_span
 from .sampling import sum_tree, sum_tree_sample, sum_tree_total, sum_tree_update
 from .sparse import (add_entries_outer, add_outer_into, clip_rows, entries_quadratic,
@@ -125,9 +128,8 @@ def _prefetch_block(i, indptr, indices, data, tok_off, y, node_off, tok_loss, gr
 
 @njit(cache=True, nogil=True)
 def _dense_direction(kind, edges, M, Q, t0, i, T, n0, n1, yi, ys, L_s, losses, atom_y, away,
-                     away_step, pairwise, ell_i, n, D, dq, gram, g0):
-    """Write a step's direction ``(D, dq)`` densely; return its ``dl`` and curvature
-    ``||X_i^T D||^2 + ||dq||^2``."""
+                     away_step, pairwise, ell_i, n, D, dq):
+    """Write a step's direction ``(D, dq)`` densely; return its ``dl``."""
     C = D.shape[1]
     for t in range(T):
         for c in range(C):
@@ -144,23 +146,93 @@ def _dense_direction(kind, edges, M, Q, t0, i, T, n0, n1, yi, ys, L_s, losses, a
     else:  # Frank-Wolfe: D = S(y*) - M_i
         add_stats(kind, ys, 1.0, D, dq, edges)
         dl = L_s / n - ell_i
-    quad = gram_quadratic(gram, g0, T, D)
-    for j in range(dq.shape[0]):
-        quad += dq[j] * dq[j]
-    return dl, quad
+    return dl
 
 
 @njit(cache=True, nogil=True)
-def _apply_entries(indptr, indices, data, t0, i, rows, cols, vals, n_s, q_index, q_vals, n_q,
-                   gamma, step, M, Q, theta, W):
-    """Move block ``i`` by ``gamma`` along the sparse direction ``(D, dq)`` (entries), and the
-    weights by ``step = -gamma / (lambda n)`` times its image ``X_i^T D (+) dq``."""
-    for e in range(n_s):
-        M[t0 + rows[e], cols[e]] += gamma * vals[e]
-    for e in range(n_q):
-        Q[i, q_index[e]] += gamma * q_vals[e]
-        theta[q_index[e]] += step * q_vals[e]
-    add_entries_outer(indptr, indices, data, t0, rows, cols, vals, n_s, step, W)
+def _dense_entries(D, dq, rows, cols, vals, q_index, q_vals):
+    """The non-zeros of a dense direction ``(D, dq)`` as entries (``stats_difference``'s
+    layout); returns their counts."""
+    n_s = 0
+    for t in range(D.shape[0]):
+        for c in range(D.shape[1]):
+            if D[t, c] != 0.0:
+                rows[n_s] = t
+                cols[n_s] = c
+                vals[n_s] = D[t, c]
+                n_s += 1
+    n_q = 0
+    for j in range(dq.shape[0]):
+        if dq[j] != 0.0:
+            q_index[n_q] = j
+            q_vals[n_q] = dq[j]
+            n_q += 1
+    return n_s, n_q
+
+
+@njit(cache=True, nogil=True)
+def _gather_direction(indptr, indices, data, t0, rows, cols, vals, n_s, q_index, q_vals, n_q,
+                      scale, W, theta, slot, touched_row, touched_col, base, direction):
+    """The weights' move ``e = scale * (X_i^T D (+) dq)`` on the ``m`` coordinates it touches,
+    ``(D, dq)`` given by entries: ``(touched_row, touched_col)`` an entry of ``W`` (row -1:
+    entry ``touched_col`` of ``theta``), ``base`` its value, ``direction`` its move (a feature
+    of several tokens is one coordinate). ``slot`` maps each of the ``W.size + theta.size``
+    coordinates to its place, -1 when untouched, and is left all -1. Returns ``m``."""
+    C = W.shape[1]
+    theta0 = W.shape[0] * C
+    m = 0
+    for e in range(n_s + n_q):  # the entries of D, each on a CSR row, then those of dq
+        if e < n_s:
+            t = t0 + rows[e]
+            c = cols[e]
+            v = scale * vals[e]
+            k0, k1 = indptr[t], indptr[t + 1]
+        else:
+            c = q_index[e - n_s]
+            v = scale * q_vals[e - n_s]
+            k0, k1 = 0, 1
+        for k in range(k0, k1):
+            r = indices[k] if e < n_s else -1
+            key = r * C + c if r >= 0 else theta0 + c
+            j = slot[key]
+            if j < 0:
+                j = m
+                slot[key] = m
+                touched_row[m] = r
+                touched_col[m] = c
+                base[m] = W[r, c] if r >= 0 else theta[c]
+                direction[m] = 0.0
+                m += 1
+            direction[j] += v * data[k] if r >= 0 else v
+    for j in range(m):
+        r = touched_row[j]
+        slot[r * C + touched_col[j] if r >= 0 else theta0 + touched_col[j]] = -1
+    return m
+
+
+@njit(cache=True, nogil=True)
+def _soft(v, t):
+    """``sign(v) max(|v| - t, 0)``, rounded as ``penalties.soft_threshold``."""
+    if v > t:
+        return v - t
+    if v < -t:
+        return v + t
+    return 0.0
+
+
+@njit(cache=True, nogil=True)
+def _move_gathered(touched_row, touched_col, direction, m, gamma, kappa, W, theta, Wc, theta_c):
+    """``v += gamma * direction`` on the gathered coordinates of ``v = (W, theta)`` (see
+    ``_gather_direction``), and the scoring weights ``(Wc, theta_c) = soft(v, kappa)`` there."""
+    for j in range(m):
+        r = touched_row[j]
+        c = touched_col[j]
+        if r >= 0:
+            W[r, c] += gamma * direction[j]
+            Wc[r, c] = _soft(W[r, c], kappa)
+        else:
+            theta[c] += gamma * direction[j]
+            theta_c[c] = _soft(theta[c], kappa)
 
 
 @njit(cache=True, nogil=True)
@@ -169,7 +241,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
               gram_off, W, theta, Wc, theta_c, lower_W, upper_W, lower_theta, upper_theta, M, Q,
               ell_blocks, lam, first_blocks, start, n_steps, uniforms,
               gap_sampling, exit_below, gap_estimates, step_type, atom_y, atom_w, atom_n,
-              use_cache, cache_F, cache_min_gap, step0, VM, VQ, Vell):
+              use_cache, cache_F, cache_min_gap, step0, VM, VQ, Vell, kappa=0.0):
     """Steps ``start .. n_steps - 1`` of a pass, one block each, with exact line searches.
 
     The blocks are ``first_blocks`` in order, then (``gap_sampling``) blocks drawn with
@@ -195,6 +267,14 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     the line search keeps its curvature in ``v``. Without bounds (zero-size bound arrays) pass
     ``Wc is W`` and ``theta_c is theta``.
 
+    Elastic net (spec 002 with ``r(w) = (lam/2) ||w||^2 + lam kappa ||w||_1``, ``kappa > 0``):
+    ``(W, theta)`` is ``u / lam``, ``u`` the unthresholded weights of the dual, and
+    ``(Wc, theta_c) = soft(W, kappa)``, separate arrays, the ``w`` that scores; both are kept
+    on the coordinates a step touches. The line search minimises
+    ``-gamma dl + (lam/2) sum_j (|v_j + gamma e_j| - kappa)_+^2`` over the touched coordinates
+    (``penalty.soft_line_search``), so a sparse pairwise step stays sparse. With ``kappa = 0``
+    (L2) the closed-form step below is taken.
+
     Blocks known ahead are prefetched (``prefetch.py``): ``first_blocks[b + 2]`` and, for large
     weight matrices, the weight rows of ``first_blocks[b + 1]``; a gap-sampling draw is made as
     soon as the sampler is final for the step (right after the oracle) and its block prefetched.
@@ -214,11 +294,14 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     max_nodes = max_length(node_off)
     y_buf = np.empty(max_nodes, dtype=np.int32)
     H_atoms = np.empty(cap)
-    # sparse pairwise steps: the entries of S(y*) - S(y_a) and q(y*) - q(y_a)
-    rows = np.empty(2 * max_nodes, dtype=np.int64)
-    cols = np.empty(2 * max_nodes, dtype=np.int64)
-    vals = np.empty(2 * max_nodes)
-    q_index = np.empty(2 * max(max_nodes, edges.shape[0]), dtype=np.int64)
+    soft = kappa > 0.0  # elastic net: line searches on the coordinates a step moves
+    # sparse pairwise steps: the entries of S(y*) - S(y_a) and q(y*) - q(y_a); with the elastic
+    # net also those of dense directions
+    n_entries = max(2 * max_nodes, max_T * C if soft else 0)
+    rows = np.empty(n_entries, dtype=np.int64)
+    cols = np.empty(n_entries, dtype=np.int64)
+    vals = np.empty(n_entries)
+    q_index = np.empty(max(2 * max(max_nodes, edges.shape[0]), p if soft else 0), dtype=np.int64)
     q_vals = np.empty(q_index.shape[0])
     work = np.empty(oracle_work_size(kind, max_T, C))
     lam_n = lam * n
@@ -227,6 +310,21 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     # a pairwise step moves mass between two labelings: its direction has a few non-zeros,
     # and the expected score comes from the atoms, so the step never reads M_i or Q_i densely
     sparse_steps = step_type == PAIRWISE and not averaging and not bounded
+    # elastic net: the coordinates a step moves, gathered for its line search; per non-zero of
+    # X_i at most C entries of D (dense) or two (sparse: a chain's two labels, a multiclass
+    # pair; others one per column), then those of dq
+    max_nnz = 0
+    if soft:
+        for j in range(n):
+            max_nnz = max(max_nnz, indptr[tok_off[j + 1]] - indptr[tok_off[j]])
+    n_touch = max_nnz * max(C, 2) + q_index.shape[0] if soft else 0
+    slot = np.full(W.shape[0] * C + p if soft else 0, -1, dtype=np.int32)
+    touched_row = np.empty(n_touch, dtype=np.int64)
+    touched_col = np.empty(n_touch, dtype=np.int64)
+    base = np.empty(n_touch)
+    direction = np.empty(n_touch)
+    breaks = np.empty(2 * n_touch)
+    owner = np.empty(2 * n_touch, dtype=np.int64)
     weights = np.empty(n)
     n_unvisited = 0
     for j in range(n):
@@ -337,20 +435,32 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             gamma_max = atom_w[i, away]
         if numerator <= 0.0:
             continue
-        n_s = n_q = 0
+        n_s = n_q = m = 0
         if sparse_steps:  # D = S(y*) - S(y_a) as entries
             ya = atom_y[n0:n1, away]
             n_s, n_q = stats_difference(kind, ys, ya, edges, C, rows, cols, vals, q_index,
                                         q_vals)
             dl = (L_s - label_loss(kind, yi, ya, losses)) / n
-            quad = entries_quadratic(gram, gram_off[i], T, rows, cols, vals, n_s, q_index,
-                                     q_vals, n_q)
         else:
-            dl, quad = _dense_direction(kind, edges, M, Q, t0, i, T, n0, n1, yi, ys, L_s, losses,
-                                        atom_y, away, away_step, pairwise, ell_blocks[i], n, D,
-                                        dq, gram, gram_off[i])
-        # exact line search: gamma* = N lambda n^2 / quad, clipped to [0, gamma_max]
-        gamma = gamma_max if quad <= 0.0 else min(gamma_max, numerator * lam_n * n / quad)
+            dl = _dense_direction(kind, edges, M, Q, t0, i, T, n0, n1, yi, ys, L_s, losses,
+                                  atom_y, away, away_step, pairwise, ell_blocks[i], n, D, dq)
+        if soft:  # exact line search on the elastic-net dual, f'(0) = -N
+            if not sparse_steps:
+                n_s, n_q = _dense_entries(D, dq, rows, cols, vals, q_index, q_vals)
+            m = _gather_direction(indptr, indices, data, t0, rows, cols, vals, n_s, q_index,
+                                  q_vals, n_q, -1.0 / lam_n, W, theta, slot, touched_row,
+                                  touched_col, base, direction)
+            gamma = soft_line_search(dl, base, direction, m, kappa, 1.0 / lam, gamma_max,
+                                     breaks, owner)
+        else:  # exact line search: gamma* = N lambda n^2 / quad, clipped to [0, gamma_max]
+            if sparse_steps:
+                quad = entries_quadratic(gram, gram_off[i], T, rows, cols, vals, n_s, q_index,
+                                         q_vals, n_q)
+            else:
+                quad = gram_quadratic(gram, gram_off[i], T, D)
+                for j in range(p):
+                    quad += dq[j] * dq[j]
+            gamma = gamma_max if quad <= 0.0 else min(gamma_max, numerator * lam_n * n / quad)
         if gamma <= 0.0:
             continue
         if keep_atoms and k_star < 0 and not away_step:  # the corner joins the active set
@@ -358,16 +468,28 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
                                         away, False)
             if k_star < 0:
                 return b, True, n_hits
+        # the block moves by gamma (D, dq), the weights by -gamma / (lambda n) (X_i^T D (+) dq)
         step = -gamma / lam_n
         if sparse_steps:
-            _apply_entries(indptr, indices, data, t0, i, rows, cols, vals, n_s, q_index, q_vals,
-                           n_q, gamma, step, M, Q, theta, W)
+            for e in range(n_s):
+                M[t0 + rows[e], cols[e]] += gamma * vals[e]
+            for e in range(n_q):
+                Q[i, q_index[e]] += gamma * q_vals[e]
         else:
             for t in range(T):
                 for c in range(C):
                     M[t0 + t, c] += gamma * D[t, c]
             for j in range(p):
                 Q[i, j] += gamma * dq[j]
+        if soft:
+            _move_gathered(touched_row, touched_col, direction, m, gamma, kappa, W, theta, Wc,
+                           theta_c)
+        elif sparse_steps:
+            for e in range(n_q):
+                theta[q_index[e]] += step * q_vals[e]
+            add_entries_outer(indptr, indices, data, t0, rows, cols, vals, n_s, step, W)
+        else:
+            for j in range(p):
                 theta[j] += step * dq[j]
             add_outer_into(indptr, indices, data, t0, t0 + T, D, step, W)
         if bounded:

@@ -48,7 +48,8 @@ def soft_line_search(rate, base, direction, n, threshold, c, gamma_max, breaks, 
             g = (edge - b) / d
             if 0.0 < g < gamma_max:
                 breaks[m] = g
-                owner[m] = j
+                # the coordinate and the edge it reaches (sign +1 for +t), in one integer
+                owner[m] = 2 * j + (1 if edge > 0.0 else 0)
                 m += 1
     if deriv >= 0.0:
         return 0.0
@@ -61,10 +62,11 @@ def soft_line_search(rate, base, direction, n, threshold, c, gamma_max, breaks, 
             return at - deriv / slope
         deriv += slope * (g - at)
         at = g
-        j = owner[order[k]]
+        j = owner[order[k]] // 2
         d = direction[j]
-        value = base[j] + g * d  # +-t: the coordinate enters (moving outwards) or leaves
-        entering = (value > 0.0) == (d > 0.0)
+        # at +-t the coordinate enters when it moves outwards, else leaves (the edge's sign,
+        # not that of base + g d, which rounding loses for tiny thresholds)
+        entering = (owner[order[k]] % 2 == 1) == (d > 0.0)
         slope += d * d / c if entering else -d * d / c
         if slope < 0.0:  # rounding of entries and exits
             slope = 0.0

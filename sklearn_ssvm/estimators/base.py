@@ -6,6 +6,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from ..penalties import ElasticNet
 from ..structures.base import StructuredModel
 from ..structures.graph import BinaryGraphCRF
 
@@ -63,7 +64,13 @@ class StructuredEstimator(BaseEstimator):
         self.n_features_in_ = structure.n_features_in_
         for name, value in fitted.items():
             setattr(self, name, value)
+        self.n_nonzero_coef_ = int(np.count_nonzero(self.coef_))
         return self
+
+    def _penalty(self, alpha):
+        """The fit's regulariser: the elastic net of ``l1_ratio`` (estimators without that
+        parameter: the L2 penalty ``alpha/2 ||w||^2``)."""
+        return ElasticNet.from_alpha(alpha, getattr(self, "l1_ratio", 0.0))
 
     def _takes_dense_oracles(self):
         """Whether the solver takes problems with Python oracles (``GraphProblem``)."""
@@ -90,8 +97,9 @@ class StructuredEstimator(BaseEstimator):
         return problem.score(y_pred)
 
     def primal_objective(self, X, Y, alpha=None):
-        """``alpha/2 ||coef_||^2 + mean_i H~_i(coef_)`` on ``(X, Y)`` (spec 002 eq. (1))."""
+        """``r(coef_) + mean_i H~_i(coef_)`` on ``(X, Y)`` (spec 002 eq. (1)), ``r`` the penalty
+        (``alpha/2 ||w||^2``, or the elastic net with ``l1_ratio``) at ``alpha`` (default:
+        ``alpha_``)."""
         problem = self._packed(X, Y)
-        alpha = self.alpha_ if alpha is None else alpha
-        return 0.5 * alpha * self.coef_ @ self.coef_ + float(np.mean(
-            problem.hinge_losses(self.coef_)))
+        penalty = self._penalty(self.alpha_ if alpha is None else alpha)
+        return penalty.value(self.coef_) + float(np.mean(problem.hinge_losses(self.coef_)))

@@ -1,9 +1,10 @@
 """Block-coordinate Frank-Wolfe structured SVM (Lacoste-Julien et al. 2013; spec 002)."""
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..penalties import ElasticNet
 from ..solvers.bcfw import DualState, bcfw, keep_primal_rescale, rescale_active_sets
 from .base import StructuredEstimator
 
@@ -11,14 +12,16 @@ from .base import StructuredEstimator
 class BCFWStructuredSVM(StructuredEstimator):
     """Structured SVM trained by block-coordinate Frank-Wolfe with certified duality gaps.
 
-    Minimises the primal of spec 002 eq. (1),
+    Minimises the primal of spec 002 eq. (1) with the elastic-net penalty of scikit-learn's
+    ``SGDClassifier``,
 
-        P(w) = alpha/2 ||w||^2 + (1/n) sum_i max_y [L(y_i, y) - <w, phi(x_i, y_i) - phi(x_i, y)>],
+        P(w) = alpha ((1 - l1_ratio)/2 ||w||^2 + l1_ratio ||w||_1)
+               + (1/n) sum_i max_y [L(y_i, y) - <w, phi(x_i, y_i) - phi(x_i, y)>],
 
-    by Frank-Wolfe steps on one block of the dual (3) at a time, each with an exact line search
-    (spec 002 §2), the blocks picked by their duality gaps (spec 002 §3). The exact duality gap
-    (5), an upper bound on ``P(w) - P*``, is computed every ``gap_check`` passes; fitting stops
-    when it falls below ``tol``.
+    (``l1_ratio = 0``: the paper's ``alpha/2 ||w||^2``) by Frank-Wolfe steps on one block of the
+    dual (3) at a time, each with an exact line search (spec 002 §2), the blocks picked by their
+    duality gaps (spec 002 §3). The exact duality gap (5), an upper bound on ``P(w) - P*``, is
+    computed every ``gap_check`` passes; fitting stops when it falls below ``tol``.
 
     Parameters
     ----------
@@ -27,6 +30,12 @@ class BCFWStructuredSVM(StructuredEstimator):
         ``MultiLabel()``, ``CandidateSet()``. Cloned at fit; the fitted copy is ``structure_``.
     alpha : float or None, default=None
         Regularisation ``lambda`` of eq. (1); ``None`` means ``1 / n_samples``.
+    l1_ratio : float in [0, 1), default=0.0
+        Share of the l1 part of the penalty. With ``l1_ratio > 0`` the dual's weights are
+        soft-thresholded, ``w = soft(u, alpha l1_ratio) / (alpha (1 - l1_ratio))``, every step's
+        line search stays exact (on the piecewise quadratic dual, over the coordinates the step
+        moves) and so does the duality gap; ``coef_`` has exact zeros. Not with
+        ``coef_bounds``; a warm start keeps the dual point as it is.
     max_iter : int, default=100
         Maximum number of passes over the data (n block steps each).
     tol : float, default=1e-2
@@ -65,8 +74,8 @@ class BCFWStructuredSVM(StructuredEstimator):
     warm_start : bool, default=False
         Continue from the previous dual solution (useful after changing ``alpha`` or
         ``max_iter``); the data must be the same. To a smaller ``alpha`` the dual is moved by
-        Osokin et al.'s Prop. 1 (the previous ``coef_`` is kept exactly), to a larger one it is
-        kept as it is (``coef_`` shrinks); either way the gap stays exact.
+        Osokin et al.'s Prop. 1 (the previous ``coef_`` is kept exactly; ``l1_ratio = 0``
+        only), otherwise it is kept as it is; either way the gap stays exact.
     n_jobs : int or None, default=None
         Threads for the batched exact-gap passes (numba).
 
@@ -74,6 +83,8 @@ class BCFWStructuredSVM(StructuredEstimator):
     ----------
     coef_ : ndarray of shape (n_params,)
         ``w``; ``coef_ @ structure_.joint_feature(x, y)`` is the score of labeling ``y``.
+    n_nonzero_coef_ : int
+        Non-zero entries of ``coef_``.
     structure_ : StructuredModel
         The fitted structure (``classes_``, ``n_features_in_``, ``loss``, oracles).
     classes_ : ndarray
@@ -90,7 +101,7 @@ class BCFWStructuredSVM(StructuredEstimator):
     duality_gap_ : float
         Last certified duality gap.
     primal_objective_, dual_objective_ : float
-        Primal (1) and dual values at the last certificate.
+        Primal ``P(w)`` and dual values at the last certificate.
     converged_ : bool
         Whether ``duality_gap_ <= tol``.
     history_ : list of dict
@@ -104,6 +115,7 @@ class BCFWStructuredSVM(StructuredEstimator):
 
     _parameter_constraints = {
         **StructuredEstimator._parameter_constraints,
+        "l1_ratio": [Interval(Real, 0, 1, closed="left")],
         "gap_check": [Interval(Integral, 1, None, closed="left")],
         "sampling": [StrOptions({"gap", "uniform", "perm"})],
         "step": [StrOptions({"fw", "pairwise", "away"})],
@@ -113,11 +125,13 @@ class BCFWStructuredSVM(StructuredEstimator):
         "averaging": ["boolean"],
     }
 
-    def __init__(self, structure, alpha=None, max_iter=100, tol=1e-2, gap_check=10,
-                 sampling="gap", step="fw", cache=False, cache_size=50, coef_bounds=None,
-                 averaging=False, random_state=None, verbose=0, warm_start=False, n_jobs=None):
+    def __init__(self, structure, alpha=None, l1_ratio=0.0, max_iter=100, tol=1e-2,
+                 gap_check=10, sampling="gap", step="fw", cache=False, cache_size=50,
+                 coef_bounds=None, averaging=False, random_state=None, verbose=0,
+                 warm_start=False, n_jobs=None):
         self.structure = structure
         self.alpha = alpha
+        self.l1_ratio = l1_ratio
         self.max_iter = max_iter
         self.tol = tol
         self.gap_check = gap_check
@@ -145,9 +159,10 @@ class BCFWStructuredSVM(StructuredEstimator):
         init = previous.dual_state_ if previous is not None else None
         atoms = previous.active_sets_ if previous is not None else None
         if init is not None and init.M.shape[0] == problem.tok_offsets[-1] \
-                and alpha < previous.alpha_:
+                and alpha < previous.alpha_ and self.l1_ratio == 0:
             # a smaller alpha: Prop. 1 keeps w and moves the dual towards the true labelings,
-            # so the warm start begins at the previous primal point, its gap still exact
+            # so the warm start begins at the previous primal point, its gap still exact (the
+            # rescaling is the L2 penalty's: with l1 the dual point is kept, still feasible)
             rho = alpha / previous.alpha_
             init = keep_primal_rescale(init, rho, DualState.at_labels(problem))
             if atoms is not None:
@@ -159,11 +174,11 @@ class BCFWStructuredSVM(StructuredEstimator):
             lower = np.full(problem.n_params, -np.inf)
             lower[problem.n_features * problem.n_codes:] = 0.0
             bounds = (lower, np.inf)
-        result = bcfw(problem, alpha, max_iter=self.max_iter, tol=self.tol,
-                      gap_check=self.gap_check, sampling=self.sampling, step=self.step,
-                      cache=self.cache, cache_size=self.cache_size, bounds=bounds,
-                      averaging=self.averaging, random_state=seed, init=init,
-                      init_active_sets=atoms,
+        result = bcfw(problem, ElasticNet.from_alpha(alpha, self.l1_ratio),
+                      max_iter=self.max_iter, tol=self.tol, gap_check=self.gap_check,
+                      sampling=self.sampling, step=self.step, cache=self.cache,
+                      cache_size=self.cache_size, bounds=bounds, averaging=self.averaging,
+                      random_state=seed, init=init, init_active_sets=atoms,
                       n_jobs=self.n_jobs, verbose=self.verbose)
         cert = result.certificate
         return dict(coef_=result.coef, n_iter_=result.n_iter,

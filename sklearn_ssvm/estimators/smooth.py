@@ -46,7 +46,9 @@ class _ValidationTracker:
 class SmoothSSVMClassifier(StructuredEstimator):
     """Structured SVM trained on a smoothed hinge loss (Pillutla et al. 2018, "Casimir").
 
-    Minimises ``alpha/2 ||w||^2 + (1/n) sum_i f_i(w)`` (spec 000 eq. (1)), where the structured
+    Minimises ``r(w) + (1/n) sum_i f_i(w)`` (spec 000 eq. (1)) with the elastic-net penalty
+    ``r(w) = alpha ((1 - l1_ratio)/2 ||w||^2 + l1_ratio ||w||_1)`` (``l1_ratio = 0``: the
+    paper's ``alpha/2 ||w||^2``), where the structured
     hinge ``f_i = max_y psi_i(y; w)`` (eq. (4)) is replaced during training by its smoothing
     ``f_{i,mu}`` (Def. 1): ``smoothing="l2"`` with ``top_k=K`` uses the l2^2 smoother restricted
     to the K best outputs (eq. (11), top-K oracles), ``top_k=None`` the l2^2 smoother over all
@@ -78,6 +80,11 @@ class SmoothSSVMClassifier(StructuredEstimator):
         ``ChainCRF()``, ``MultiLabel()``, ``MulticlassSVM()``, ``CandidateSet()``, ...
     alpha : float or None
         Regularisation ``lambda``; None means ``1 / n_samples``.
+    l1_ratio : float, default=0.0
+        Share of the l1 part of the penalty, in ``[0, 1)`` (scikit-learn's ``SGDClassifier``
+        convention). The AGM solver takes the soft-threshold as its model step (spec 001
+        Example 6) and certifies the gap with the elastic net's conjugate; the stochastic
+        solvers and ``feature_map`` fits take ``l1_ratio=0`` only, for now.
     smoothing : {"l2", "entropy"} or None
     top_k : int or None
         ``K`` of the top-K strategy (the paper's 5 for sequences, 10 for candidate sets).
@@ -154,6 +161,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
     ----------
     coef_ : ndarray of shape (n_params,)
     structure_, classes_, n_features_in_, alpha_
+    n_nonzero_coef_ : int
+        Non-zero entries of ``coef_``.
     learning_rate_ : float
     n_iter_ : int
         Epochs run.
@@ -182,6 +191,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
 
     _parameter_constraints = {
         **StructuredEstimator._parameter_constraints,
+        "l1_ratio": [Interval(Real, 0, 1, closed="left")],
         "smoothing": [StrOptions({"l2", "entropy"}), None],
         "top_k": [Interval(Integral, 1, None, closed="left"), None],
         "mu": [Interval(Real, 0, None, closed="left")],
@@ -200,7 +210,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         "inner_tol": [Interval(Real, 0, None, closed="neither"), None],
     }
 
-    def __init__(self, structure, alpha=None, smoothing="l2", top_k=5, mu=0.3,
+    def __init__(self, structure, alpha=None, l1_ratio=0.0, smoothing="l2", top_k=5, mu=0.3,
                  mu_schedule="expo", solver="casimir-svrg", kappa=None, learning_rate=None,
                  warm_start_rule="prox-center", warmup=1, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=5, max_iter=25, tol=1e-3,
@@ -208,6 +218,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
                  verbose=0, warm_start=False, n_jobs=None):
         self.structure = structure
         self.alpha = alpha
+        self.l1_ratio = l1_ratio
         self.smoothing = smoothing
         self.top_k = top_k
         self.mu = mu
@@ -279,10 +290,17 @@ class SmoothSSVMClassifier(StructuredEstimator):
             raise ValueError("early_stopping=True needs a stochastic solver ('casimir-svrg', "
                              "'svrg' or 'sgd') and linear scores (no feature_map).")
         if self.feature_map is not None:
+            if self.l1_ratio:
+                raise ValueError("l1_ratio > 0 is for linear scores: a feature_map's "
+                                 "prox-linear method takes the L2 penalty (l1_ratio=0).")
             fitted = self._solve_nonlinear(problem, alpha, previous, callback, *raw)
         elif self.solver == "agm":
-            fitted = self._solve_agm(problem, alpha, previous)
+            fitted = self._solve_agm(problem, self._penalty(alpha), previous)
         else:
+            if self.l1_ratio:
+                raise ValueError(f"l1_ratio > 0 is not available with solver={self.solver!r} "
+                                 f"yet: use solver='agm' (smoothing='entropy', top_k=None) or "
+                                 f"BCFWStructuredSVM(l1_ratio=...).")
             fitted = self._solve_stochastic(problem, alpha, previous, callback)
         return {"validation_scores_": None, "best_validation_score_": None, **fitted}
 
@@ -337,12 +355,12 @@ class SmoothSSVMClassifier(StructuredEstimator):
                           best_validation_score_=tracker.best_score)
         return fitted
 
-    def _solve_agm(self, problem, alpha, previous):
+    def _solve_agm(self, problem, penalty, previous):
         if self.smoothing != "entropy" or previous is not None:
             raise ValueError("solver='agm' needs smoothing='entropy' (with top_k=None) and no "
                              "warm start.")
         smoothing_code(self.smoothing, self.top_k, problem.kind)  # validates top_k and kind
-        result = agm_structured(problem, alpha, self.mu, tol=self.tol, max_iter=self.max_iter,
+        result = agm_structured(problem, penalty, self.mu, tol=self.tol, max_iter=self.max_iter,
                                 n_jobs=self.n_jobs, verbose=self.verbose)
         return dict(coef_=result.coef, learning_rate_=np.nan, n_iter_=result.n_iter,
                     n_oracle_calls_=result.n_iter * problem.n_samples,
@@ -397,7 +415,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         return 1.0 - float(np.mean([np.asarray(y, float)[k] for y, k in zip(Y, y_pred)]))
 
     def objective(self, X, Y):
-        """The non-smooth objective ``alpha/2 ||coef_||^2 + mean_i f_i(coef_)`` (eq. (1);
+        """The non-smooth objective ``r(coef_) + mean_i f_i(coef_)`` (eq. (1);
         eq. (59) with a ``feature_map``)."""
         if getattr(self, "feature_map_", None) is None:
             return self.primal_objective(X, Y)
@@ -406,11 +424,11 @@ class SmoothSSVMClassifier(StructuredEstimator):
                                                self.alpha_)
 
     def smoothed_objective(self, X, Y, mu):
-        """``alpha/2 ||coef_||^2 + mean_i f_{i,mu}(coef_)`` with this estimator's smoother."""
+        """``r(coef_) + mean_i f_{i,mu}(coef_)`` with this estimator's smoother and penalty."""
         check_is_fitted(self, "coef_")
         if getattr(self, "feature_map_", None) is not None:
             raise ValueError("smoothed_objective is defined for linear scores (no feature_map).")
         problem = self._packed(X, Y)
         smoothing = self._smoothing(problem.kind, mu)
-        return 0.5 * self.alpha_ * self.coef_ @ self.coef_ + smooth.full_gradient(
+        return self._penalty(self.alpha_).value(self.coef_) + smooth.full_gradient(
             problem, self.coef_, smoothing).value

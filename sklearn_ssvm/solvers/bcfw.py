@@ -2,6 +2,12 @@
 
 A pure function over a packed :class:`~sklearn_ssvm.structures.base.Problem`: no estimator, no
 scikit-learn. The dual state lives in label space (see ``_kernels/bcfw.py``).
+
+The penalty is an :class:`~sklearn_ssvm.penalties.ElasticNet` ``(c/2) ||w||^2 + l1 ||w||_1``
+(a float ``alpha`` is the L2 penalty of spec 002 eq. (1)). The dual keeps ``v = u / c``, ``u``
+the unthresholded weights ``(1/n) sum_i E_{alpha_i} psi_i``: ``v = A alpha`` of eq. (3) at
+``lambda = c``. The primal point is ``w = soft(v, l1 / c) = grad r*(u)``, ``v`` itself for the
+L2 penalty, and the dual is ``sum_i ell_i - r*(u)``.
 """
 from dataclasses import dataclass, field
 
@@ -10,6 +16,7 @@ import numpy as np
 from .._kernels.batch import weights_from_state
 from .._kernels.bcfw import AWAY, FW, PAIRWISE, bcfw_pass, state_from_atoms
 from .._kernels.labelings import CHAIN
+from ..penalties import as_penalty, soft_threshold
 from ._common import Clock, numba_threads, progress_bar
 
 #: early exact check when the stale block-gap estimates sum below this fraction of tol
@@ -160,12 +167,15 @@ class Certificate:
     coef: np.ndarray = field(repr=False)
 
 
-def weights(problem, state, alpha):
-    """``w(alpha) = A alpha`` (spec 002 eq. (3)), recomputed from the dual state."""
+def weights(problem, state, penalty):
+    """``v = A alpha = u / c`` (spec 002 eq. (3) at ``lambda = c``), recomputed from the dual
+    state; ``penalty`` an ``ElasticNet`` or a float ``alpha`` (``c = alpha``). For the L2
+    penalty this is ``w(alpha)``, else see :func:`primal_point`."""
+    c = as_penalty(penalty).c
     W = np.zeros((problem.n_features, problem.n_codes))
     theta = np.zeros(problem.n_pair)
     weights_from_state(problem.kind, problem.edges, *problem.data_args(), state.M, state.Q,
-                       1.0 / (alpha * problem.n_samples), W, theta)
+                       1.0 / (c * problem.n_samples), W, theta)
     return np.concatenate([W.ravel(), theta])
 
 
@@ -201,19 +211,32 @@ class Box:
                 - np.maximum(self.lower[low] - v[low], 0) @ self.lower[low])
 
 
-def certificate(problem, state, v, alpha, box=None):
+def primal_point(v, penalty, box=None):
+    """The ``w`` of the dual's ``v = u / c``: ``clip(v)`` under box constraints (L2 only), else
+    ``soft(v, l1 / c)``, the penalty's ``dual_map(u)`` taken in the scaling of ``v`` so that
+    the L2 penalty returns ``v`` itself (the kernels score with the same thresholds)."""
+    return soft_threshold(v, penalty.l1 / penalty.c) if box is None else box.clip(v)
+
+
+def certificate(problem, state, v, penalty, box=None):
     """One batched oracle pass giving the exact block gaps ``g_i`` (eq. (7)), P and D.
 
-    ``v = A alpha`` is the dual's weight vector; under box constraints the primal point is
-    ``w = clip(v)`` and the dual gains the term of spec 002 eq. (53).
+    ``v = A alpha`` is the dual's weight vector (:func:`weights`), ``penalty`` an
+    ``ElasticNet`` or a float ``alpha``. The primal point is ``w = primal_point(v)``,
+    ``P = r(w) + mean_i H_i(w)`` and ``D = sum_i ell_i - r*(c v)``; under box constraints the
+    dual has the term of spec 002 eq. (53) instead. The gap is the sum of the block gaps, equal
+    to ``P - D`` (Fenchel-Young: ``w`` is the gradient of ``r*`` at ``c v``).
     """
-    w = v if box is None else box.clip(v)
+    penalty = as_penalty(penalty)
+    w = primal_point(v, penalty, box)
     _, values, true_scores, expected = problem.run_oracle(w, True, state.M, state.Q)
     n = problem.n_samples
     block_gaps = (values - expected) / n - state.ell_blocks
-    reg = 0.5 * alpha * w @ w
-    primal = reg + np.mean(values - true_scores)
-    dual = state.ell_blocks.sum() - reg - (0.0 if box is None else alpha * box.dual_term(v))
+    primal = penalty.value(w) + np.mean(values - true_scores)
+    if box is None:
+        dual = state.ell_blocks.sum() - penalty.conjugate(penalty.c * v)
+    else:  # the L2 penalty restricted to the box
+        dual = state.ell_blocks.sum() - 0.5 * penalty.c * w @ w - penalty.c * box.dual_term(v)
     return Certificate(primal, dual, block_gaps.sum(), block_gaps, w)
 
 
@@ -232,14 +255,17 @@ class BCFWResult:
     history: list
 
 
-def _resync(problem, step, atoms, state, alpha, coef):
-    """Recompute the state from the atoms and ``coef = v`` from the state: incremental
+def _resync(problem, step, atoms, state, penalty, box, coef, scored):
+    """Recompute the state from the atoms, ``coef = v`` from the state and the scoring
+    weights ``scored = primal_point(v)`` (unless they are ``coef`` itself): incremental
     updates drift (spec 002 §10.3)."""
     if step != "fw":
         state_from_atoms(problem.kind, problem.edges, problem.tok_offsets, problem.y,
                          problem.node_offsets, problem.tok_loss, atoms.labels, atoms.weights,
                          atoms.count, state.M, state.Q, state.ell_blocks)
-    coef[:] = weights(problem, state, alpha)
+    coef[:] = weights(problem, state, penalty)
+    if scored is not coef:
+        scored[:] = primal_point(coef, penalty, box)
 
 
 SAMPLINGS = ("gap", "uniform", "perm")
@@ -258,11 +284,11 @@ def _pass_order(sampling, estimates, rng):
     return unvisited, rng.random(n)
 
 
-def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap", step="fw",
+def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap", step="fw",
          cache=False, cache_size=50, cache_F=0.25, cache_nu=0.01, bounds=None, averaging=False,
          certify=True, random_state=None, init=None, init_active_sets=None, init_estimates=None,
          n_jobs=None, verbose=0):
-    """Minimise ``alpha/2 ||w||^2 + mean_i H~_i(w)`` by block-coordinate Frank-Wolfe.
+    """Minimise ``r(w) + mean_i H~_i(w)`` by block-coordinate Frank-Wolfe.
 
     Each pass makes up to ``n`` steps, each on one block with the exact line search of spec 002
     §2. The exact duality gap (a certificate: ``P(w) - P* <= gap``) is computed every
@@ -274,8 +300,11 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
     ----------
     problem : Problem
         Packed training data (``structure.prepare(X, Y)``).
-    alpha : float
-        Regularisation ``lambda`` of spec 002 eq. (1).
+    penalty : ElasticNet or float
+        The penalty ``r(w) = (c/2) ||w||^2 + l1 ||w||_1`` (no linear term); a float ``alpha``
+        is ``lambda`` of spec 002 eq. (1), the L2 penalty ``alpha/2 ||w||^2``. With ``l1 > 0``
+        the steps' line searches are exact on the elastic-net dual and ``coef`` is
+        ``soft(v, l1 / c)`` (exact zeros); box constraints are then not supported.
     max_iter : int
         Maximum number of passes over the data.
     tol : float
@@ -301,6 +330,7 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
         Box constraints ``lower <= w <= upper`` (scalars or arrays of ``n_params``, +-inf
         allowed), e.g. non-negative pairwise weights for graph-cut oracles (spec 002 §7). The
         dual keeps the unclipped ``v``; the oracle and the returned ``coef`` use ``clip(v)``.
+        L2 penalty only.
     averaging : bool
         Return (and certify) the weighted average of the iterates, iterate ``k`` weighted by
         ``k`` (Lacoste-Julien et al. 2013). The averaged dual point is feasible, so its
@@ -311,7 +341,7 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
         without the final exact pass: no guarantee (the heuristic path of spec 002 §8.4). The
         periodic exact checks still run; ``certificate`` is the last of them, or None.
     init : DualState or None
-        Warm start from this dual point (its ``w`` is recomputed at ``alpha``).
+        Warm start from this dual point (its ``w`` is recomputed at ``penalty``).
     init_active_sets : ActiveSets or None
         The atoms of ``init``; required to warm start pairwise or away steps.
     init_estimates : ndarray or None
@@ -331,12 +361,20 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
     """
     rng = np.random.default_rng(random_state)
     n = problem.n_samples
+    penalty = as_penalty(penalty)
+    if penalty.p is not None:
+        raise ValueError("BCFW takes a penalty without a linear term (no proximal centre).")
+    alpha, kappa = penalty.c, penalty.l1 / penalty.c  # the kernel's lambda and threshold
     state = DualState.at_labels(problem) if init is None else init.copy()
-    coef = weights(problem, state, alpha) if init is not None else np.zeros(problem.n_params)
+    coef = weights(problem, state, penalty) if init is not None else np.zeros(problem.n_params)
     W, theta = problem.split_coef(coef)
     box = None if bounds is None else Box.check(bounds, problem.n_params)
-    if box is None:  # the kernel scores with the very weights it updates
-        clipped, limits = coef, (np.zeros((0, problem.n_codes)),) * 2 + (np.zeros(0),) * 2
+    if box is not None and kappa > 0:
+        raise ValueError("Box constraints (bounds, coef_bounds) together with an l1 penalty "
+                         "(l1_ratio > 0) are not supported.")
+    if box is None:  # soft(v, kappa): without l1, the kernel scores with the v it updates
+        clipped, limits = (primal_point(coef, penalty),
+                           (np.zeros((0, problem.n_codes)),) * 2 + (np.zeros(0),) * 2)
     else:
         clipped = box.clip(coef)
         lower_W, lower_theta = problem.split_coef(box.lower)
@@ -384,16 +422,16 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
             args = (*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, Wc,
                     theta_c, *limits, state.M, state.Q, state.ell_blocks, alpha, first)
             rest = (n, uniforms, sampling == "gap", exit_below, estimates, STEPS[step])
+            last = (*averages.arrays(), kappa)
             last_gap = start_gap if cert is None else max(cert.gap, 0.0)
             caching = (cache, cache_F, cache_nu * last_gap / n)
             done, needs_room, pass_hits = bcfw_pass(*args, 0, *rest, atoms.labels, atoms.weights,
-                                                    atoms.count, *caching, steps,
-                                                    *averages.arrays())
+                                                    atoms.count, *caching, steps, *last)
             while needs_room:  # a block's active set is full: double the room, go on
                 atoms = atoms.grown()
                 done, needs_room, more = bcfw_pass(*args, done, *rest, atoms.labels,
                                                    atoms.weights, atoms.count, *caching, steps,
-                                                   *averages.arrays())
+                                                   *last)
                 pass_hits += more
             steps += done
             hits += pass_hits
@@ -401,26 +439,22 @@ def bcfw(problem, alpha, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap"
             record = {"pass": it, "oracle_calls": calls, "cache_hits": hits,
                       "gap_estimate": estimates.sum()}
             if not certify and estimates.sum() <= tol:  # +inf while a block is unvisited
-                _resync(problem, step, atoms, state, alpha, coef)
-                if box is not None:
-                    clipped[:] = box.clip(coef)
+                _resync(problem, step, atoms, state, penalty, box, coef, clipped)
                 converged = True
                 record.update(time=clock.wall(), cpu_time=clock.cpu())
                 history.append(record)
                 break
             if it % gap_check == 0 or it == max_iter or done < n:
-                _resync(problem, step, atoms, state, alpha, coef)
-                if box is not None:
-                    clipped[:] = box.clip(coef)
+                _resync(problem, step, atoms, state, penalty, box, coef, clipped)
                 if averaging and done == 0:  # the estimates stall the pass: refresh them
-                    estimates[:] = certificate(problem, state, coef, alpha, box).block_gaps
+                    estimates[:] = certificate(problem, state, coef, penalty, box).block_gaps
                     calls += n
                 if averaging and steps > 0:
                     certified = state.minus(averages, 2.0 / (steps * (steps + 1.0)))
-                    certified_v = weights(problem, certified, alpha)
+                    certified_v = weights(problem, certified, penalty)
                 else:
                     certified, certified_v = state, coef
-                cert = certificate(problem, certified, certified_v, alpha, box)
+                cert = certificate(problem, certified, certified_v, penalty, box)
                 calls += n
                 if not averaging:  # exact gaps of the current iterate: fresh estimates
                     estimates[:] = cert.block_gaps

@@ -1,0 +1,68 @@
+"""The elastic-net penalty through the estimators and AGM, against an independent solve."""
+import numpy as np
+import pytest
+
+from sklearn_ssvm import ChainCRF, SmoothSSVMClassifier
+from sklearn_ssvm.penalties import ElasticNet
+from sklearn_ssvm.solvers.agm import agm_structured
+
+from _brute import all_values, elastic_net_qp
+
+
+def chain_data(rng, n=6, n_features=2, n_labels=2, max_len=3):
+    W = rng.normal(size=(n_features, n_labels))
+    X = [rng.normal(size=(1 + i % max_len, n_features)) for i in range(n)]
+    Y = [np.argmax(x @ W + rng.normal(size=(x.shape[0], n_labels)), axis=1) for x in X]
+    return X, Y
+
+
+def test_agm_reaches_the_elastic_net_optimum_with_a_certified_gap():
+    rng = np.random.default_rng(5)
+    X, Y = chain_data(rng)
+    structure = ChainCRF()
+    problem = structure.prepare(X, Y)
+    p_star, w_star = elastic_net_qp(structure, X, Y, ElasticNet.from_alpha(0.2, 0.5))
+    assert np.sum(np.abs(w_star) < 1e-9) >= 2  # the l1 part is active at the optimum
+    res = agm_structured(problem, ElasticNet.from_alpha(0.2, 0.5), 1e-6, tol=1e-7,
+                         max_iter=20000)
+    # the entropy smoothing biases the minimiser by at most mu log |Y|: within 1e-6 here
+    assert res.primal - p_star <= res.gap + 1e-9
+    assert res.primal - p_star <= 1e-6
+    assert res.dual <= p_star + 1e-9
+    np.testing.assert_allclose(res.coef, w_star, atol=1e-3)
+
+
+def test_agm_at_l1_ratio_zero_is_the_l2_run():
+    rng = np.random.default_rng(0)
+    X, Y = chain_data(rng, n=8, n_labels=3)
+    problem = ChainCRF().prepare(X, Y)
+    a = agm_structured(problem, 0.1, 0.05, tol=0.0, max_iter=30)
+    b = agm_structured(problem, ElasticNet.from_alpha(0.1, 0.0), 0.05, tol=0.0, max_iter=30)
+    assert np.array_equal(a.coef, b.coef) and a.gap == b.gap
+
+
+@pytest.mark.parametrize("bad", [1.0, -0.5, 2])
+def test_smooth_estimator_refuses_l1_ratio_outside_zero_one(bad):
+    rng = np.random.default_rng(0)
+    X, Y = chain_data(rng)
+    with pytest.raises(ValueError, match="l1_ratio"):
+        SmoothSSVMClassifier(ChainCRF(), l1_ratio=bad).fit(X, Y)
+
+
+def test_primal_objective_includes_the_l1_part():
+    rng = np.random.default_rng(1)
+    X, Y = chain_data(rng)
+    est = SmoothSSVMClassifier(ChainCRF(), alpha=0.2, l1_ratio=0.5, solver="agm",
+                               smoothing="entropy", top_k=None, mu=0.01, max_iter=50).fit(X, Y)
+    w = est.coef_
+    hinge = np.mean([np.max(all_values(est.structure_, x, y, w)[1]) for x, y in zip(X, Y)])
+    expected = 0.2 * (0.25 * w @ w + 0.5 * np.abs(w).sum()) + hinge
+    assert est.primal_objective(X, Y) == pytest.approx(expected, rel=1e-12)
+    assert est.objective_ == pytest.approx(expected, rel=1e-9)
+    assert est.n_nonzero_coef_ == np.count_nonzero(w)
+
+
+def test_stochastic_solvers_refuse_l1_ratio_for_now():
+    X, Y = chain_data(np.random.default_rng(2))
+    with pytest.raises(ValueError, match="l1_ratio > 0 is not available"):
+        SmoothSSVMClassifier(ChainCRF(), l1_ratio=0.5, max_iter=2).fit(X, Y)
