@@ -1,5 +1,7 @@
 """BCFW on the elastic-net dual: exact line searches, certificates, and the optimum against an
 independent QP (issue #14, items 4 and 5)."""
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -10,21 +12,15 @@ from sklearn_ssvm.penalties import ElasticNet, soft_threshold
 from sklearn_ssvm.solvers.bcfw import DualState, bcfw, certificate, weights
 
 from _brute import all_features, all_labelings, elastic_net_qp
+from test_bcfw import chain_data as bcfw_chain_data
 
 # bounds of no box constraints, for direct calls of the BCFW kernel
 NO_BOX = (np.zeros((0, 1)), np.zeros((0, 1)), np.zeros(0), np.zeros(0))
 STEP_TYPES = {"fw": FW, "pairwise": PAIRWISE, "away": AWAY}
 
 
-def chain_data(rng, n=6, n_features=3, n_labels=2, max_len=3):
-    X, Y = [], []
-    W = rng.normal(size=(n_features, n_labels))
-    for i in range(n):
-        T = 1 + i % max_len
-        x = rng.normal(size=(T, n_features))
-        X.append(x)
-        Y.append(np.argmax(x @ W + rng.normal(size=(T, n_labels)), axis=1))
-    return X, Y
+# tiny chains: few labels and short sequences, so every labeling can be enumerated
+chain_data = partial(bcfw_chain_data, n=6, n_features=3, n_labels=2, max_len=3)
 
 
 def multiclass_data(rng, n=8, n_features=3, n_classes=3):

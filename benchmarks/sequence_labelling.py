@@ -1,0 +1,171 @@
+"""Sequence labelling against CRFsuite: CoNLL-2000 chunking and CoNLL-2003 NER, one script.
+
+    python benchmarks/sequence_labelling.py [--tasks chunking ner] [--models MODEL ...]
+        [--data ../shared/datasets] [--repeats 1]
+
+Every model sees the same token features: the sklearn-crfsuite tutorial template of
+``shared/datasets/README.md`` (``chunking_token_features``), as attribute dicts for CRFsuite and
+through ``SequenceVectorizer`` for ours. Chunking trains on ``conll2000/train.txt.gz`` and
+scores ``test.txt.gz``; NER trains on ``conll2003/eng.train.gz`` and scores the development set
+``eng.testa.gz`` (IOB1 tags). Scores are conlleval chunk / entity F1.
+
+Each model is fitted in a fresh subprocess, so that its peak resident memory is its own; in
+ours a small fit on 50 sentences first compiles (or loads) the numba kernels, reported apart.
+Figures: F1, the final fit's CPU and wall seconds (``time.process_time``, medians over
+``--repeats``), non-zero weights (CRFsuite: ``len(crf.state_features_) +
+len(crf.transition_features_)``), peak memory, and each model's ratio to CRFsuite L-BFGS.
+
+The hyper-parameters of ours are the recommended ones (``RECOMMENDED`` below), chosen on the
+training data only: ``benchmarks/select_elastic_net.py --count-loss`` cross-validates ``alpha``
+on the training sets; no test or development score entered the choice. ``agm-enet`` (slow: a
+full pass per iteration) runs only when named.
+"""
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+
+TASKS = {
+    # name: (train file, evaluation file, tag column, evaluation name)
+    "chunking": ("conll2000/train.txt.gz", "conll2000/test.txt.gz", 2, "test"),
+    "ner": ("conll2003/eng.train.gz", "conll2003/eng.testa.gz", 3, "testa"),
+}
+
+#: our recommended settings: the Hamming count loss (``ChainCRF(normalize_loss=False)``),
+#: pairwise steps, 30 passes, and ``alpha`` cross-validated on the training set (3 folds over
+#: 1e-4, 3e-4, 1e-3, 3e-3; 10 / 20 / 30 passes compared the same way)
+RECOMMENDED = {"chunking": dict(alpha=1e-3), "ner": dict(alpha=3e-4)}
+#: the l1 share of the elastic-net rows (not cross-validated: see doc/index.md)
+L1_RATIO = 0.5
+
+MODELS = {
+    "crf-lbfgs": "CRFsuite L-BFGS, c1 = c2 = 0.1, 100 iterations",
+    "crf-ap": "CRFsuite averaged perceptron, 10 epochs",
+    "bcfw-l2": "BCFWStructuredSVM, pairwise steps, L2 only",
+    "bcfw-enet": "BCFWStructuredSVM, pairwise steps, elastic net",
+    "agm-enet": "SmoothSSVMClassifier, AGM (entropy smoothing), elastic net",
+}
+
+
+def load(task, data, evaluation=True):
+    """Feature dicts and tags of the training and evaluation sentences of ``task`` (the last
+    two None without ``evaluation``)."""
+    from sklearn_ssvm.datasets import read_conll
+    from sklearn_ssvm.feature_extraction import chunking_token_features
+
+    train_file, eval_file, column, _ = TASKS[task]
+    out = []
+    for name in (train_file, eval_file) if evaluation else (train_file,):
+        sentences = read_conll(data / name)
+        out.append([chunking_token_features(s) for s in sentences])
+        out.append([[tok[column] for tok in s] for s in sentences])
+    return out if evaluation else out + [None, None]
+
+
+def our_estimator(task, model):
+    from sklearn_ssvm import BCFWStructuredSVM, ChainCRF, SmoothSSVMClassifier
+
+    alpha = RECOMMENDED[task]["alpha"]
+    chain = ChainCRF(normalize_loss=False)
+    if model in ("bcfw-l2", "bcfw-enet"):
+        return BCFWStructuredSVM(chain, alpha=alpha, l1_ratio=L1_RATIO if model == "bcfw-enet"
+                                 else 0.0, step="pairwise", tol=1e-3, max_iter=30,
+                                 random_state=0)
+    if model == "agm-enet":
+        return SmoothSSVMClassifier(chain, alpha=alpha, l1_ratio=L1_RATIO, solver="agm",
+                                    smoothing="entropy", top_k=None, mu=0.01, max_iter=200)
+    raise ValueError(f"unknown model {model!r}")
+
+
+def run_one(task, model, data, repeats):
+    """Fit ``model`` on ``task`` in this process; returns its figures as a dict."""
+    from sklearn.base import clone
+    from sklearn_ssvm.metrics import chunk_f1_score
+
+    F_train, Y_train, F_eval, Y_eval = load(task, data)
+    scheme = "iob"  # conlleval's reading: IOB1 and IOB2 both
+    compile_s = 0.0
+    if model.startswith("crf"):
+        import sklearn_crfsuite
+
+        def make():
+            if model == "crf-lbfgs":
+                return sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1,
+                                            max_iterations=100)
+            return sklearn_crfsuite.CRF(algorithm="ap", max_iterations=10)
+        fit_input, eval_input = F_train, F_eval
+    else:
+        from sklearn_ssvm.feature_extraction import SequenceVectorizer
+        vec = SequenceVectorizer()
+        fit_input, eval_input = vec.fit_transform(F_train), vec.transform(F_eval)
+        prototype = our_estimator(task, model)
+
+        def make():
+            return clone(prototype)
+        t = time.perf_counter()
+        make().set_params(max_iter=1).fit(fit_input[:50], Y_train[:50])  # compile / load
+        compile_s = time.perf_counter() - t
+    walls, cpus = [], []
+    for _ in range(repeats):
+        est = make()
+        w, c = time.perf_counter(), time.process_time()
+        est.fit(fit_input, Y_train)
+        walls.append(time.perf_counter() - w)
+        cpus.append(time.process_time() - c)
+    Y_pred = est.predict(eval_input)
+    if model.startswith("crf"):
+        nonzero = len(est.state_features_) + len(est.transition_features_)
+        extra = {}
+    else:
+        nonzero = int(est.n_nonzero_coef_)
+        extra = dict(gap=float(getattr(est, "duality_gap_", float("nan"))),
+                     n_iter=int(est.n_iter_), n_params=int(est.coef_.shape[0]))
+    return dict(task=task, model=model, f1=100 * chunk_f1_score(Y_eval, Y_pred, scheme=scheme),
+                cpu=statistics.median(cpus), wall=statistics.median(walls), nonzero=nonzero,
+                compile=compile_s,
+                peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **extra)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
+    parser.add_argument("--models", nargs="+", choices=list(MODELS),
+                        default=["crf-lbfgs", "crf-ap", "bcfw-l2", "bcfw-enet"])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--one", nargs=2, metavar=("TASK", "MODEL"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:  # the child process: one fit, one JSON line
+        print(json.dumps(run_one(*args.one, args.data, args.repeats)))
+        return
+    print(f"recommended: {RECOMMENDED}")
+    for task in args.tasks:
+        rows = []
+        for model in args.models:
+            out = subprocess.run([sys.executable, __file__, "--one", task, model, "--data",
+                                  str(args.data), "--repeats", str(args.repeats)],
+                                 capture_output=True, text=True, check=True)
+            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+            print(f"  {task} {model}: {rows[-1]}", file=sys.stderr, flush=True)
+        ref = next((r for r in rows if r["model"] == "crf-lbfgs"), None)
+        print(f"\n{task} ({TASKS[task][3]} F1)\n")
+        print("| model | F1 | CPU s | wall s | non-zero weights | peak MB | CPU / CRFsuite "
+              "| non-zero / CRFsuite | gap |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            ratio_cpu = f"{r['cpu'] / ref['cpu']:.2f}" if ref else ""
+            ratio_nz = f"{r['nonzero'] / ref['nonzero']:.2f}" if ref else ""
+            gap = f"{r['gap']:.1e}" if "gap" in r else ""
+            print(f"| {MODELS[r['model']]} | {r['f1']:.2f} | {r['cpu']:.1f} | {r['wall']:.1f} "
+                  f"| {r['nonzero']:,} | {r['peak_mb']:.0f} | {ratio_cpu} | {ratio_nz} "
+                  f"| {gap} |")
+
+
+if __name__ == "__main__":
+    main()
