@@ -261,7 +261,9 @@ def test_projection_matches_slsqp():
                           "jac": lambda u: np.ones_like(u)}],
             options={"ftol": 1e-14, "maxiter": 500},
         )
-        assert res.success
+        # SLSQP may end with "positive directional derivative" (status 8) at the optimum
+        # when ftol is below what its line search resolves; the point is what is compared
+        assert res.success or res.status == 8, res.message
         assert_allclose(project_simplex(v), res.x, atol=1e-6)
 
 
