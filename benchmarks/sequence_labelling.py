@@ -49,6 +49,8 @@ MODELS = {
     "crf-ap": "CRFsuite averaged perceptron, 10 epochs",
     "bcfw-l2": "BCFWStructuredSVM, pairwise steps, L2 only",
     "bcfw-enet": "BCFWStructuredSVM, pairwise steps, elastic net",
+    "casimir-l2": "SmoothSSVMClassifier, Casimir-SVRG, L2 only",
+    "casimir-enet": "SmoothSSVMClassifier, Casimir-SVRG, elastic net",
     "agm-enet": "SmoothSSVMClassifier, AGM (entropy smoothing), elastic net",
 }
 
@@ -77,6 +79,9 @@ def our_estimator(task, model):
         return BCFWStructuredSVM(chain, alpha=alpha, l1_ratio=L1_RATIO if model == "bcfw-enet"
                                  else 0.0, step="pairwise", tol=1e-3, max_iter=30,
                                  random_state=0)
+    if model in ("casimir-l2", "casimir-enet"):
+        return SmoothSSVMClassifier(chain, alpha=alpha, l1_ratio=L1_RATIO if model ==
+                                    "casimir-enet" else 0.0, random_state=0)
     if model == "agm-enet":
         return SmoothSSVMClassifier(chain, alpha=alpha, l1_ratio=L1_RATIO, solver="agm",
                                     smoothing="entropy", top_k=None, mu=0.01, max_iter=200)

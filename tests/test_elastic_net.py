@@ -62,7 +62,33 @@ def test_primal_objective_includes_the_l1_part():
     assert est.n_nonzero_coef_ == np.count_nonzero(w)
 
 
-def test_stochastic_solvers_refuse_l1_ratio_for_now():
-    X, Y = chain_data(np.random.default_rng(2))
-    with pytest.raises(ValueError, match="l1_ratio > 0 is not available"):
-        SmoothSSVMClassifier(ChainCRF(), l1_ratio=0.5, max_iter=2).fit(X, Y)
+@pytest.mark.parametrize("solver, mu, learning_rate", [("casimir-svrg", 0.3, 0.2),
+                                                       ("svrg", 0.3, 0.05), ("sgd", 0.02, 0.2)])
+def test_stochastic_solvers_fit_the_elastic_net(solver, mu, learning_rate):
+    """The estimator's stochastic solvers take l1_ratio: near the independent optimum (up to
+    the smoothing's bias for SVRG and SGD, which keep ``mu``), with a certified gap that
+    bounds the suboptimality (SVRG solvers)."""
+    rng = np.random.default_rng(5)
+    X, Y = chain_data(rng)
+    structure = ChainCRF()
+    structure.prepare(X, Y)
+    p_star, _ = elastic_net_qp(structure, X, Y, ElasticNet.from_alpha(0.2, 0.5))
+    est = SmoothSSVMClassifier(structure, alpha=0.2, l1_ratio=0.5, solver=solver,
+                               smoothing="l2", top_k=5, mu=mu, learning_rate=learning_rate,
+                               max_iter=200, early_stopping=False, random_state=0).fit(X, Y)
+    assert est.objective_ == pytest.approx(est.primal_objective(X, Y), rel=1e-12)
+    assert p_star - 1e-9 <= est.objective_ <= p_star + (0.005 if solver == "casimir-svrg"
+                                                         else 0.02)
+    if solver != "sgd":
+        assert est.objective_ - p_star <= est.duality_gap_ + 1e-9
+
+
+def test_feature_maps_refuse_l1_ratio():
+    from sklearn_ssvm import CandidateSet
+    from sklearn_ssvm.feature_maps import MLPFeatureMap
+
+    X = [np.ones((3, 2))] * 4
+    Y = [np.array([0.0, 1.0, 1.0])] * 4
+    with pytest.raises(ValueError, match="l1_ratio > 0 is for linear scores"):
+        SmoothSSVMClassifier(CandidateSet(), l1_ratio=0.5, max_iter=2,
+                             feature_map=MLPFeatureMap()).fit(X, Y)

@@ -480,6 +480,8 @@ def test_graph_crf_training_errors():
         SmoothSSVMClassifier(BinaryGraphCRF(), smoothing="entropy", top_k=None).fit(X, Y)
     with pytest.raises(ValueError, match="set top_k"):
         SmoothSSVMClassifier(BinaryGraphCRF(), top_k=None).fit(X, Y)
+    with pytest.raises(ValueError, match="not available for loopy graphs"):
+        SmoothSSVMClassifier(BinaryGraphCRF(), l1_ratio=0.5).fit(X, Y)
     est = SmoothSSVMClassifier(BinaryGraphCRF(), max_iter=2, random_state=0).fit(X, Y)
     with pytest.raises(ValueError, match="node features"):
         est.predict([(np.zeros((4, 3)), X[0][1])])

@@ -7,6 +7,7 @@ from scipy.optimize import minimize
 from sklearn_ssvm import (BCFWStructuredSVM, BinarySVM, CandidateSet, ChainCRF, MulticlassSVM, MultiLabel,
                           SmoothSSVMClassifier)
 from sklearn_ssvm.solvers import smooth
+from sklearn_ssvm.penalties import ElasticNet
 from sklearn_ssvm.structures.base import smoothing_code
 
 
@@ -63,7 +64,7 @@ def test_lazy_svrg_steps_equal_dense_steps(structure, smoothing, top_k):
     mu, c = 0.3, 0.05
     w_snap = rng.normal(scale=0.3, size=problem.n_params)
     p = rng.normal(scale=0.1, size=problem.n_params)
-    quad = smooth.Quadratic(c, p)
+    quad = ElasticNet(c, 0.0, p)
     sm = smooth.Smoothing(*smoothing_code(smoothing, top_k, problem.kind), mu)
     snap = smooth.full_gradient(problem, w_snap, sm)
     lazy = smooth.LazyIterate(problem, w_snap, snap.grad - quad.linear(snap.grad))

@@ -82,9 +82,12 @@ class SmoothSSVMClassifier(StructuredEstimator):
         Regularisation ``lambda``; None means ``1 / n_samples``.
     l1_ratio : float, default=0.0
         Share of the l1 part of the penalty, in ``[0, 1)`` (scikit-learn's ``SGDClassifier``
-        convention). The AGM solver takes the soft-threshold as its model step (spec 001
-        Example 6) and certifies the gap with the elastic net's conjugate; the stochastic
-        solvers and ``feature_map`` fits take ``l1_ratio=0`` only, for now.
+        convention). The stochastic solvers take proximal steps (the soft-threshold applied
+        just in time to the rows an example touches, so a step still costs O(nnz_i C)); the
+        AGM solver takes the soft-threshold as its model step (spec 001 Example 6); both
+        certify the gap with the elastic net's conjugate. Linear scores on chains, trees,
+        multi-class, multi-label and candidate sets: loopy graphs and ``feature_map`` fits
+        take ``l1_ratio=0`` only.
     smoothing : {"l2", "entropy"} or None
     top_k : int or None
         ``K`` of the top-K strategy (the paper's 5 for sequences, 10 for candidate sets).
@@ -271,17 +274,17 @@ class SmoothSSVMClassifier(StructuredEstimator):
         # a feature map scores the raw candidate sets, so they go to the solver too
         return super().fit(X, Y, callback=callback, raw=(X, Y))
 
-    def _run(self, problem, alpha, smoothing, learning_rate, max_iter, init, seed, verbose,
+    def _run(self, problem, penalty, smoothing, learning_rate, max_iter, init, seed, verbose,
              callback=None):
         common = dict(learning_rate=learning_rate, max_iter=max_iter, init=init,
                       random_state=seed, n_jobs=self.n_jobs, verbose=verbose,
                       callback=callback)
         if self.solver == "sgd":
-            return smooth.sgd(problem, alpha, smoothing, **common)
+            return smooth.sgd(problem, penalty, smoothing, **common)
         warmup = self.warmup if init is None else 0  # a warm start is an informed snapshot
         if self.solver == "svrg":
-            return smooth.svrg(problem, alpha, smoothing, tol=self.tol, warmup=warmup, **common)
-        return smooth.casimir_svrg(problem, alpha, smoothing, mu_schedule=self.mu_schedule,
+            return smooth.svrg(problem, penalty, smoothing, tol=self.tol, warmup=warmup, **common)
+        return smooth.casimir_svrg(problem, penalty, smoothing, mu_schedule=self.mu_schedule,
                                    kappa=self.kappa, warm_start=self.warm_start_rule,
                                    tol=self.tol, warmup=warmup, **common)
 
@@ -297,11 +300,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         elif self.solver == "agm":
             fitted = self._solve_agm(problem, self._penalty(alpha), previous)
         else:
-            if self.l1_ratio:
-                raise ValueError(f"l1_ratio > 0 is not available with solver={self.solver!r} "
-                                 f"yet: use solver='agm' (smoothing='entropy', top_k=None) or "
-                                 f"BCFWStructuredSVM(l1_ratio=...).")
-            fitted = self._solve_stochastic(problem, alpha, previous, callback)
+            fitted = self._solve_stochastic(problem, self._penalty(alpha), previous, callback)
         return {"validation_scores_": None, "best_validation_score_": None, **fitted}
 
     def _early_stops(self, n_samples):
@@ -309,7 +308,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
             return n_samples >= EARLY_STOPPING_MIN_SAMPLES
         return self.early_stopping
 
-    def _solve_stochastic(self, problem, alpha, previous, callback):
+    def _solve_stochastic(self, problem, penalty, previous, callback):
         if self.solver != "sgd" and self.smoothing is None:
             raise ValueError(f"solver={self.solver!r} needs a smooth objective: set smoothing "
                              f"to 'l2' or 'entropy' (smoothing=None works with solver='sgd').")
@@ -317,6 +316,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         smoothing = self._smoothing(problem.kind)
         if getattr(problem, "dense_oracles", False):
             smooth.dense_top_k(smoothing)  # refuses what loopy graphs cannot smooth
+            smooth.check_dense_penalty(penalty)
         init = None
         if previous is not None:
             if previous.coef_.shape[0] != problem.n_params:
@@ -338,10 +338,10 @@ class SmoothSSVMClassifier(StructuredEstimator):
         learning_rate = self.learning_rate
         if learning_rate is None:
             learning_rate = smooth.choose_learning_rate(
-                problem, lambda sub, lr: self._run(sub, alpha, smoothing, lr, LR_SEARCH_EPOCHS,
+                problem, lambda sub, lr: self._run(sub, penalty, smoothing, lr, LR_SEARCH_EPOCHS,
                                                    None, rng.integers(2**31), 0).objective,
                 smoothing, rng)
-        result = self._run(problem, alpha, smoothing, learning_rate, self.max_iter, init,
+        result = self._run(problem, penalty, smoothing, learning_rate, self.max_iter, init,
                            rng.integers(2**31), self.verbose, callback)
         fitted = dict(coef_=result.coef, learning_rate_=learning_rate, n_iter_=result.n_iter,
                       n_oracle_calls_=result.n_oracle_calls, objective_=result.objective,

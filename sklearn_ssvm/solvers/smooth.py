@@ -2,27 +2,33 @@
 
 Pure functions over a packed :class:`~sklearn_ssvm.structures.base.Problem`. They minimise
 
-    F_mu(w) = (1/n) sum_i f_{i,mu}(w) + (alpha/2) ||w||^2                        (spec eq. (1))
+    F_mu(w) = (1/n) sum_i f_{i,mu}(w) + r(w)                                     (spec eq. (1))
 
 where ``f_{i,mu}`` is the structured hinge of example ``i`` smoothed by ``h_{mu omega}``
 (entropy, l2^2 over all outputs, or the top-K strategy; ``mu = 0`` or no smoothing is the
-non-smooth hinge). Gradients are kept in label space (``_kernels/smoothed.py``) and steps are
-applied lazily (``_kernels/stochastic.py``): a step costs O(nnz_i C), not O(d).
+non-smooth hinge), and ``r`` the elastic net of :mod:`~sklearn_ssvm.penalties` (``alpha`` a
+float: ``alpha/2 ||w||^2``, spec 000's). Gradients are kept in label space
+(``_kernels/smoothed.py``) and steps are applied lazily (``_kernels/stochastic.py``; with an l1
+part they are proximal, the soft-threshold applied just in time): a step costs O(nnz_i C), not
+O(d).
 
 Each solver logs, per epoch, the non-smooth objective ``F(w)`` (the paper's "train loss"), the
 oracle calls counted as the paper counts them (one per SGD step, two per SVRG step, full
 gradients apart) and a certified duality gap: the smoothing weights ``u_i`` of every full
 gradient are a feasible point ``a`` of the SSVM dual, so ``F(w) - D(a) >= F(w) - F*`` for any
-``w``, with ``D(a) = mean_i E_{u_i} L(y_i, y) - ||g(a)||^2 / (2 alpha)`` and ``g(a)`` the mean
-loss gradient (:class:`DualBound` keeps the best combination of them).
+``w``, with ``D(a) = mean_i E_{u_i} L(y_i, y) - r*(-g(a))`` and ``g(a)`` the mean loss
+gradient (:class:`DualBound` keeps the best combination of them).
 """
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..penalties import as_penalty, soft_threshold
 from .._kernels.batch import expected_losses, weights_from_state
+from .._kernels.penalty import soft_line_search
 from .._kernels.smoothed import NONE, TOP_K
-from .._kernels.stochastic import RSUM, S, R, WSUM, flush, lazy_state, stochastic_steps
+from .._kernels.stochastic import (RSUM, S, R, WSUM, flush, lazy_state, prox_steps,
+                                   stochastic_steps)
 from ._common import Clock, numba_threads, progress_bar
 from .catalyst import catalyst, delta_schedule, stopping_test
 
@@ -67,26 +73,6 @@ def dense_top_k(smoothing):
     return smoothing.K
 
 
-@dataclass(frozen=True)
-class Quadratic:
-    """The regulariser ``(c/2) ||w||^2 - <p, w>`` (constants dropped): ``alpha/2 ||w||^2`` plus
-    any number of proximal terms ``(kappa/2) ||w - z||^2`` (Catalyst's, the prox-linear
-    method's)."""
-
-    c: float
-    p: np.ndarray = None
-
-    def plus_prox(self, kappa, center):
-        p = kappa * np.asarray(center, dtype=float)
-        return Quadratic(self.c + kappa, p if self.p is None else self.p + p)
-
-    def value(self, w):
-        return 0.5 * self.c * w @ w - (0.0 if self.p is None else self.p @ w)
-
-    def linear(self, like):
-        return np.zeros_like(like) if self.p is None else self.p
-
-
 @dataclass
 class FullGradient:
     """Mean smoothed hinge and its gradient at ``w`` (loss part only), the label-space
@@ -103,38 +89,42 @@ class FullGradient:
 class DualBound:
     """The best dual value found so far (a lower bound on ``min F``, spec 002 eq. (4)).
 
-    Each full gradient's smoothing weights are a feasible dual point ``a``; ``D`` depends on
-    it only through the mean loss gradient ``g(a)`` and expected loss ``ell(a)``, both linear in
-    ``a``. A new point is merged with the current one by an exact line search on the segment
-    between them (``D`` is a concave quadratic there): a full-batch Frank-Wolfe step on the
-    dual, so the bound never gets worse.
+    Each full gradient's smoothing weights are a feasible dual point ``a``; ``D(a) = ell(a) -
+    r*(-g(a))`` depends on it only through the mean loss gradient ``g(a)`` and expected loss
+    ``ell(a)``, both linear in ``a``. A new point is merged with the current one by an exact
+    line search on the segment between them (``D`` is a concave quadratic there, piecewise
+    with an l1 part): a full-batch Frank-Wolfe step on the dual, so the bound never gets worse.
     """
 
-    def __init__(self, quad):
-        self.quad = quad
+    def __init__(self, penalty):
+        self.penalty = penalty
         self.g = None
         self.ell = 0.0
         self.value = -np.inf
 
-    def _value(self, g, ell):
-        r = g - self.quad.linear(g)
-        return ell - r @ r / (2.0 * self.quad.c)
+    def _step(self, dg, dell):
+        """argmax over ``s`` in [0, 1] of ``D`` at ``(g + s dg, ell + s dell)``."""
+        c = self.penalty.c
+        u = self.penalty.linear(self.g) - self.g  # -g + p, the conjugate's argument
+        if not self.penalty.l1:
+            curvature = dg @ dg
+            return 1.0 if curvature == 0 else float(np.clip(
+                (c * dell + u @ dg) / curvature, 0.0, 1.0))
+        n = dg.shape[0]
+        return soft_line_search(dell, u, -dg, n, self.penalty.l1, c, 1.0, np.empty(2 * n),
+                                np.empty(2 * n, dtype=np.int64))
 
     def update(self, snap):
         """Merge the dual point of the full gradient ``snap``; returns the bound."""
         if self.g is None:
             step = 1.0
         else:
-            dg, dell = snap.grad - self.g, snap.dual_loss - self.ell
-            r = self.g - self.quad.linear(self.g)
-            curvature = dg @ dg
-            step = 1.0 if curvature == 0 else float(np.clip(
-                (self.quad.c * dell - r @ dg) / curvature, 0.0, 1.0))
+            step = self._step(snap.grad - self.g, snap.dual_loss - self.ell)
             if step == 0.0:
                 return self.value
         self.g = snap.grad.copy() if self.g is None else self.g + step * (snap.grad - self.g)
         self.ell += step * (snap.dual_loss - self.ell)
-        self.value = self._value(self.g, self.ell)
+        self.value = self.ell - self.penalty.conjugate(-self.g)
         return self.value
 
 
@@ -158,29 +148,35 @@ def full_gradient(problem, coef, smoothing):
 
 
 class LazyIterate:
-    """``w = s v + r B`` with its lazily kept weighted average (``_kernels/stochastic.py``)."""
+    """``w = s v + r B`` with its lazily kept weighted average (``_kernels/stochastic.py``);
+    with ``l1 > 0`` proximal steps on the explicit ``w = v``, soft-thresholded just in time."""
 
-    def __init__(self, problem, w, B=None):
+    def __init__(self, problem, w, B=None, l1=0.0):
         self.problem = problem
         self.v = np.array(w, dtype=float)
         self.B = np.zeros(0) if B is None else B  # empty: no dense constant (plain SGD)
+        self.l1 = l1
         self.lazy = lazy_state()
         self.acc = np.zeros_like(self.v)
         self.marks = np.zeros(problem.n_features + 1)
 
     def steps(self, smoothing, M_ref, Q_ref, samples, step_sizes, decays, weights):
         p = self.problem
-        stochastic_steps(*p.graph_args(), *p.data_args(), smoothing.code, smoothing.K,
-                         smoothing.mu, M_ref, Q_ref, samples, step_sizes, decays, weights,
-                         self.v, self.B, self.lazy, self.acc, self.marks)
+        args = (*p.graph_args(), *p.data_args(), smoothing.code, smoothing.K, smoothing.mu,
+                M_ref, Q_ref, samples, step_sizes, decays, weights)
+        if self.l1 > 0:
+            prox_steps(*args, self.l1, self.v, self.B, self.lazy, self.acc)
+        else:
+            stochastic_steps(*args, self.v, self.B, self.lazy, self.acc, self.marks)
 
     def current(self):
         w = self.lazy[S] * self.v
         return w + self.lazy[R] * self.B if self.B.shape[0] else w
 
     def average(self):
-        flush(self.v, self.acc, self.marks, self.lazy, self.problem.n_features,
-              self.problem.n_codes)
+        if not self.l1 > 0:  # prox_steps leaves every row caught up
+            flush(self.v, self.acc, self.marks, self.lazy, self.problem.n_features,
+                  self.problem.n_codes)
         acc = self.acc + self.lazy[RSUM] * self.B if self.B.shape[0] else self.acc
         return acc / self.lazy[WSUM]
 
@@ -213,57 +209,69 @@ class DenseIterate:
         return self.acc / self.weight
 
 
-def _iterate(problem, w, B=None):
-    return (DenseIterate if _dense(problem) else LazyIterate)(problem, w, B)
+def check_dense_penalty(penalty):
+    """Refuse an l1 part on dense-oracle problems (loopy graphs)."""
+    if penalty.l1 > 0:
+        raise ValueError("The elastic net (l1_ratio > 0) is not available for loopy graphs: "
+                         "the soft-threshold does not compose with the projection onto the "
+                         "submodular cone.")
 
 
-def svrg_epoch(problem, w_start, smoothing, step_size, quad, n_steps, rng, snap=None):
-    """One SVRG epoch (spec 000 §3.4) on ``F_mu`` with the regulariser ``quad``: the full
-    gradient at the snapshot ``w_start`` (``snap`` when the caller has it already), then
-    ``n_steps`` steps on examples drawn uniformly with replacement. Returns the uniform average
-    of the iterates and the snapshot's :class:`FullGradient`.
+def _iterate(problem, w, penalty, B=None):
+    if not _dense(problem):
+        return LazyIterate(problem, w, B, penalty.l1)
+    check_dense_penalty(penalty)
+    return DenseIterate(problem, w, B)
+
+
+def svrg_epoch(problem, w_start, smoothing, step_size, penalty, n_steps, rng, snap=None):
+    """One SVRG epoch (spec 000 §3.4) on ``F_mu`` with the regulariser ``penalty`` (an
+    :class:`~sklearn_ssvm.penalties.ElasticNet`; proximal steps with an l1 part, Prox-SVRG):
+    the full gradient at the snapshot ``w_start`` (``snap`` when the caller has it already),
+    then ``n_steps`` steps on examples drawn uniformly with replacement. Returns the uniform
+    average of the iterates and the snapshot's :class:`FullGradient`.
 
     The snapshot's per-example gradients are stored in label space, so a step makes one
     oracle call instead of the two the paper counts.
     """
-    decay = 1.0 - step_size * quad.c
+    decay = 1.0 - step_size * penalty.c
     if not 0.0 < decay < 1.0:
-        raise ValueError(f"learning_rate * (alpha + kappa) = {step_size * quad.c:.3g} must be "
-                         f"in (0, 1): lower the learning rate.")
+        raise ValueError(f"learning_rate * (alpha + kappa) = {step_size * penalty.c:.3g} must "
+                         f"be in (0, 1): lower the learning rate.")
     w_start = problem.project(w_start)  # the snapshot's oracles need a feasible point
     if snap is None:
         snap = full_gradient(problem, w_start, smoothing)
-    lazy = _iterate(problem, w_start, snap.grad - quad.linear(snap.grad))
+    lazy = _iterate(problem, w_start, penalty, snap.grad - penalty.linear(snap.grad))
     samples = rng.integers(problem.n_samples, size=n_steps)
     lazy.steps(smoothing, snap.M, snap.Q, samples, np.full(n_steps, step_size),
                np.full(n_steps, decay), np.ones(n_steps))
     return lazy.average(), snap
 
 
-def objective(problem, coef, quad):
+def objective(problem, coef, penalty):
     """The non-smooth objective: mean structured hinge plus the regulariser."""
-    return float(np.mean(problem.hinge_losses(coef))) + quad.value(coef)
+    return float(np.mean(problem.hinge_losses(coef))) + penalty.value(coef)
 
 
 class Monitor:
     """Per-epoch history (spec 000 §6.3): non-smooth objective, certified gap, oracle calls,
     solver seconds (wall and CPU, evaluation excluded); progress bar; the stopping test."""
 
-    def __init__(self, problem, quad, tol, max_iter, verbose, desc, callback):
-        self.problem, self.quad, self.tol = problem, quad, tol
+    def __init__(self, problem, penalty, tol, max_iter, verbose, desc, callback):
+        self.problem, self.penalty, self.tol = problem, penalty, tol
         self.callback = callback
         self.stopped = False  # the callback asked to stop
         self.clock = Clock()
         self.eval_wall = self.eval_cpu = 0.0
         self.history = []
-        self.dual = DualBound(quad)
+        self.dual = DualBound(penalty)
         self.bar = progress_bar(max_iter, verbose, desc)
 
     def record(self, epoch, coef, oracle_calls, snap=None, **extra):
         """Log epoch ``epoch`` ending at ``coef``; True when the run should end: the certified
         gap is <= tol or the callback returned ``{"stop": True}``."""
         wall, cpu = self.clock.wall() - self.eval_wall, self.clock.cpu() - self.eval_cpu
-        value = objective(self.problem, coef, self.quad)
+        value = objective(self.problem, coef, self.penalty)
         gap = np.nan if snap is None else value - self.dual.update(snap)
         record = dict(epoch=epoch, time=wall, cpu_time=cpu, oracle_calls=oracle_calls,
                       objective=value, gap=gap, **extra)
@@ -294,8 +302,10 @@ def svrg(problem, alpha, smoothing, *, learning_rate, max_iter=50, tol=0.0, warm
     Parameters
     ----------
     problem : Problem
-    alpha : float
-        Regularisation ``lambda`` of eq. (1).
+    alpha : float or ElasticNet
+        Regularisation ``lambda`` of eq. (1) (the penalty ``lambda/2 ||w||^2``), or an
+        elastic net (:meth:`~sklearn_ssvm.penalties.ElasticNet.from_alpha`): proximal steps,
+        the certificate with its conjugate.
     smoothing : Smoothing
     learning_rate : float
     max_iter : int
@@ -318,24 +328,24 @@ def svrg(problem, alpha, smoothing, *, learning_rate, max_iter=50, tol=0.0, warm
     SmoothResult
     """
     rng = np.random.default_rng(random_state)
-    quad = _base_quadratic(alpha, prox)
+    penalty = _base_penalty(alpha, prox)
     n = problem.n_samples
     w = np.zeros(problem.n_params) if init is None else np.array(init, dtype=float)
-    monitor = Monitor(problem, quad, tol, max_iter, verbose, "SVRG", callback)
+    monitor = Monitor(problem, penalty, tol, max_iter, verbose, "SVRG", callback)
     with numba_threads(n_jobs):
-        w, epoch = sgd_warmup(problem, quad, smoothing, learning_rate, w, warmup, max_iter, rng,
-                              monitor)
+        w, epoch = sgd_warmup(problem, penalty, smoothing, learning_rate, w, warmup, max_iter,
+                              rng, monitor)
         calls, stop = n * epoch, monitor.stopped
         while not stop and epoch < max_iter:
             epoch += 1
-            w, snap = svrg_epoch(problem, w, smoothing, learning_rate, quad, n, rng)
+            w, snap = svrg_epoch(problem, w, smoothing, learning_rate, penalty, n, rng)
             calls += 2 * n
             stop = monitor.record(epoch, w, calls, snap, mu=smoothing.mu)
     converged = bool(monitor.history and monitor.history[-1]["gap"] <= tol)
     return monitor.result(w, epoch, calls, converged)
 
 
-def sgd_warmup(problem, quad, smoothing, learning_rate, w, warmup, max_iter, rng, monitor):
+def sgd_warmup(problem, penalty, smoothing, learning_rate, w, warmup, max_iter, rng, monitor):
     """Start an SVRG-type solver with ``min(warmup, max_iter)`` SGD epochs on ``F_mu`` from
     ``w``: the solver's ``learning_rate`` in the ``linear`` schedule, weighted average, one
     oracle call per step. Returns the point reached and the epochs run.
@@ -349,14 +359,23 @@ def sgd_warmup(problem, quad, smoothing, learning_rate, w, warmup, max_iter, rng
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0, got {warmup!r}.")
     n = problem.n_samples
-    return _sgd_epochs(problem, quad, smoothing, w, learning_rate, "linear", n, "weighted",
+    return _sgd_epochs(problem, penalty, smoothing, w, learning_rate, "linear", n, "weighted",
                        min(int(warmup), max_iter), rng, lambda epoch, coef: monitor.record(
                            epoch, coef, n * epoch, mu=smoothing.mu))
 
 
-def _base_quadratic(alpha, prox):
-    quad = Quadratic(float(alpha))
-    return quad if prox is None else quad.plus_prox(*prox)
+def _base_penalty(alpha, prox):
+    penalty = as_penalty(alpha)
+    return penalty if prox is None else penalty.plus_prox(*prox)
+
+
+def _subgradient(penalty, w, loss_grad):
+    """The least-norm subgradient of ``loss + penalty`` at ``w`` (``loss_grad`` the loss
+    part's gradient): the gradient itself without an l1 part."""
+    grad = loss_grad + penalty.c * w - penalty.linear(w)
+    if not penalty.l1 > 0:
+        return grad
+    return np.where(w != 0, grad + penalty.l1 * np.sign(w), soft_threshold(grad, penalty.l1))
 
 
 def casimir_svrg(problem, alpha, smoothing, *, learning_rate, mu_schedule="expo", kappa=None,
@@ -370,8 +389,9 @@ def casimir_svrg(problem, alpha, smoothing, *, learning_rate, mu_schedule="expo"
     Parameters
     ----------
     problem : Problem
-    alpha : float
-        Regularisation ``lambda``.
+    alpha : float or ElasticNet
+        Regularisation ``lambda``, or an elastic net (see :func:`svrg`); Catalyst's ``lambda``
+        is then its l2 modulus ``c``.
     smoothing : Smoothing
         The smoother and ``mu_0``.
     learning_rate : float
@@ -420,7 +440,7 @@ def casimir_svrg(problem, alpha, smoothing, *, learning_rate, mu_schedule="expo"
     if inner_epochs < 1:
         raise ValueError(f"inner_epochs must be >= 1, got {inner_epochs!r}.")
     rng = np.random.default_rng(random_state)
-    base = _base_quadratic(alpha, prox)
+    base = _base_penalty(alpha, prox)
     n = problem.n_samples
     w0 = np.zeros(problem.n_params) if init is None else np.array(init, dtype=float)
     kappa = base.c if kappa is None else float(kappa)
@@ -430,13 +450,14 @@ def casimir_svrg(problem, alpha, smoothing, *, learning_rate, mu_schedule="expo"
     def inner(z, w_start, mu_k, kappa_k, k):
         scaled = scale_steps and smoothing.mu > 0
         step = learning_rate * max(mu_k / smoothing.mu, 1.0 / k) if scaled else learning_rate
-        quad, smoothing_k = base.plus_prox(kappa_k, z), smoothing.at(mu_k)
+        penalty, smoothing_k = base.plus_prox(kappa_k, z), smoothing.at(mu_k)
         w, snap = w_start, None
         for epoch in range(1, inner_epochs + 1):
-            w, snap = svrg_epoch(problem, w, smoothing_k, step, quad, n, rng, snap)
+            w, snap = svrg_epoch(problem, w, smoothing_k, step, penalty, n, rng, snap)
             if inner_test:
                 snap = full_gradient(problem, w, smoothing_k)
-                grad = snap.grad + quad.c * w - quad.linear(w)
+                # F_{mu,kappa} - min <= ||least-norm subgradient||^2 / (2 (lambda + kappa))
+                grad = _subgradient(penalty, w, snap.grad)
                 if stopping_test(grad @ grad, base.c, kappa_k,
                                  delta_schedule(base.c, kappa_k, k), np.sum((w - z) ** 2)):
                     break
@@ -489,41 +510,42 @@ def sgd(problem, alpha, smoothing, *, learning_rate, schedule="linear", t0=None,
     averaging : {"none", "uniform", "weighted"}
         Return the last iterate, the uniform average, or the average with iterate ``t``
         weighted by ``t`` (the paper's ``2/(T^2+T) sum_t t w_t``).
-    Other parameters as in :func:`svrg`; there is no certified gap (no dual point), so SGD runs
-    ``max_iter`` epochs unless the callback stops it.
+    Other parameters as in :func:`svrg` (with an elastic net the steps are proximal and the
+    averages are those of the thresholded iterates); there is no certified gap (no dual
+    point), so SGD runs ``max_iter`` epochs unless the callback stops it.
     """
     if schedule not in SGD_SCHEDULES:
         raise ValueError(f"schedule must be one of {SGD_SCHEDULES}, got {schedule!r}.")
     if averaging not in SGD_AVERAGING:
         raise ValueError(f"averaging must be one of {SGD_AVERAGING}, got {averaging!r}.")
     rng = np.random.default_rng(random_state)
-    quad = _base_quadratic(alpha, prox)
+    penalty = _base_penalty(alpha, prox)
     n = problem.n_samples
     w0 = np.zeros(problem.n_params) if init is None else np.array(init, dtype=float)
-    monitor = Monitor(problem, quad, -np.inf, max_iter, verbose, "SGD", callback)
+    monitor = Monitor(problem, penalty, -np.inf, max_iter, verbose, "SGD", callback)
     with numba_threads(n_jobs):
-        w, epochs = _sgd_epochs(problem, quad, smoothing, w0, learning_rate, schedule,
+        w, epochs = _sgd_epochs(problem, penalty, smoothing, w0, learning_rate, schedule,
                                 n if t0 is None else t0, averaging, max_iter, rng,
                                 lambda epoch, coef: monitor.record(epoch, coef, n * epoch,
                                                                    mu=smoothing.mu))
     return monitor.result(w, epochs, n * epochs, False)
 
 
-def _sgd_epochs(problem, quad, smoothing, w0, learning_rate, schedule, t0, averaging, epochs,
+def _sgd_epochs(problem, penalty, smoothing, w0, learning_rate, schedule, t0, averaging, epochs,
                 rng, record):
     """Up to ``epochs`` SGD epochs from ``w0`` (see :func:`sgd`); ``record(epoch, coef)`` after
     each, a True return ending the run. Returns the last epoch's iterate (averaged as asked)
     and the epochs run."""
     n = problem.n_samples
     M_ref, Q_ref = problem.truth_stats()
-    lazy = _iterate(problem, w0, None if quad.p is None else -quad.p)
+    lazy = _iterate(problem, w0, penalty, None if penalty.p is None else -penalty.p)
     w, epoch = w0, 0
     for epoch in range(1, epochs + 1):
         t = np.arange((epoch - 1) * n + 1, epoch * n + 1, dtype=float)
-        steps = sgd_step_sizes(schedule, learning_rate, t0, quad.c, t)
-        decays = 1.0 - steps * quad.c
+        steps = sgd_step_sizes(schedule, learning_rate, t0, penalty.c, t)
+        decays = 1.0 - steps * penalty.c
         if np.any(decays <= 0.0):
-            raise ValueError(f"learning_rate * alpha = {steps.max() * quad.c:.3g} must be "
+            raise ValueError(f"learning_rate * alpha = {steps.max() * penalty.c:.3g} must be "
                              f"below 1: lower the learning rate.")
         weights = {"none": np.ones(n), "uniform": np.ones(n), "weighted": t}[averaging]
         lazy.steps(smoothing, M_ref, Q_ref, rng.integers(n, size=n), steps, decays, weights)
