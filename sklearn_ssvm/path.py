@@ -283,14 +283,14 @@ class _PathResult:
             The candidates, descending.
         scores : ndarray
         """
-        problem = self.structure_.pack(X_val, Y_val)
+        problem, score = self.structure_.prediction_scorer(X_val, Y_val)
         cands = self._candidates(alphas)
         cache = {}
         scores = np.empty(len(cands))
         for k, (alpha, key, coef, _) in enumerate(cands):
             if key not in cache:  # predictions only change from one piece to the next
                 y_pred, _, _, _ = problem.run_oracle(coef, False)
-                cache[key] = problem.score(y_pred)
+                cache[key] = score(y_pred)
             scores[k] = cache[key]
         return np.array([c[0] for c in cands]), scores
 

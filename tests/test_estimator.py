@@ -116,8 +116,14 @@ def test_bad_predict_and_score_input(data):
     Y_bad = [y.copy() for y in Y[:3]]
     Y_bad[2] = Y_bad[2].astype(object)
     Y_bad[2][0] = "B-XX"
+    # an unseen label is a wrong prediction for score, an error where the loss needs its code
+    wrong = [np.mean(p != y) for p, y in zip(est.predict(X[:3]), Y_bad)]
+    assert est.score(X[:3], Y_bad) == pytest.approx(1 - np.mean(wrong))
+    assert wrong[2] >= 1 / len(Y_bad[2])
     with pytest.raises(ValueError, match="Example 2 has label 'B-XX' not seen during fit"):
-        est.score(X[:3], Y_bad)
+        est.primal_objective(X[:3], Y_bad)
+    with pytest.raises(ValueError, match="Sequence 1 has .* tokens but"):
+        est.score(X[:3], [Y[0], Y[1][:-1], Y[2]])
     with pytest.raises(ValueError, match="alpha"):
         BCFWStructuredSVM(ChainCRF(), alpha=-1.0).fit(X, Y)
 
@@ -138,8 +144,11 @@ def test_flat_structures_bad_input():
     with pytest.raises(ValueError, match="values other than 0 and 1"):
         BCFWStructuredSVM(MultiLabel()).fit(X, np.full((10, 2), 2))
     est = BCFWStructuredSVM(MulticlassSVM(), max_iter=2).fit(X, np.arange(10) % 3)
+    assert est.score(X[:2], np.array([est.predict(X[:1])[0], 7])) == 0.5  # 7 unseen: wrong
     with pytest.raises(ValueError, match="Example 1 has label 7"):
-        est.score(X[:2], np.array([0, 7]))
+        est.primal_objective(X[:2], np.array([0, 7]))
+    with pytest.raises(ValueError, match="y must be 1-D"):
+        est.score(X[:2], np.zeros((2, 1)))
     with pytest.raises(ValueError, match="4 features"):
         est.predict(rng.normal(size=(2, 4)))
 

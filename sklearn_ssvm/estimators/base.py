@@ -91,10 +91,12 @@ class StructuredEstimator(BaseEstimator):
 
     def score(self, X, Y):
         """``1 - mean task loss``, each in [0, 1]: mean per-sequence token accuracy for chains
-        (also with ``ChainCRF(normalize_loss=False)``), accuracy for classifiers."""
-        problem = self._packed(X, Y)
+        (also with ``ChainCRF(normalize_loss=False)``), accuracy for classifiers. A label never
+        seen in fit counts as a wrong prediction."""
+        check_is_fitted(self, "coef_")
+        problem, score = self.structure_.prediction_scorer(X, Y)
         y_pred, _, _, _ = problem.run_oracle(self.coef_, False)
-        return problem.score(y_pred)
+        return score(y_pred)
 
     def primal_objective(self, X, Y, alpha=None):
         """``r(coef_) + mean_i H~_i(coef_)`` on ``(X, Y)`` (spec 002 eq. (1)), ``r`` the penalty

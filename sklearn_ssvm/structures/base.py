@@ -352,6 +352,60 @@ class StructuredModel(BaseEstimator):
                              f"{self.n_features_in_} features." if i is None else f"Example {i} has {n_features} features, but the structure was "
                              f"fitted with {self.n_features_in_} features.")
 
+    def _label_set(self, seen):
+        """``classes_``: the declared ``labels`` (which must hold every label seen in ``Y``) or,
+        without them, the labels seen."""
+        labels = getattr(self, "labels", None)
+        if labels is None:
+            return seen
+        declared = np.asarray(labels)
+        if declared.ndim != 1 or declared.shape[0] == 0:
+            raise ValueError(f"labels must be a non-empty 1-D list of labels, got {labels!r}.")
+        unique = np.unique(declared)
+        if unique.shape[0] != declared.shape[0]:
+            raise ValueError("labels has repeated values.")
+        idx = np.clip(np.searchsorted(unique, seen), 0, unique.shape[0] - 1)
+        outside = seen[unique[idx] != seen]
+        if outside.shape[0]:
+            raise ValueError(f"Y has label {_plain(outside[0])!r}, which is not in labels="
+                             f"{[_plain(c) for c in unique[:20]]}.")
+        return unique
+
+    def prediction_scorer(self, X, Y):
+        """The examples of ``X`` packed for prediction, and a function of their predicted codes
+        returning ``1 - mean task loss`` against ``Y``, each example's loss scaled to [0, 1] (for
+        chains the fraction of wrong labels, whether the training loss is normalised or counts):
+        the estimators' ``score``."""
+        labelled = self.pack(X, Y)
+        return labelled, labelled.score
+
+    def _label_space_scorer(self, X, Y):
+        """``prediction_scorer`` comparing decoded labels with ``Y`` itself, so a label never
+        seen in fit is a wrong prediction (as ``accuracy_score`` counts it), not an error."""
+        problem = self.pack(X)
+        offsets = problem.node_offsets
+        n = offsets.shape[0] - 1
+        if len(Y) != n:
+            raise ValueError(f"X and Y have different numbers of examples: {n} and {len(Y)}.")
+        lengths = np.diff(offsets)
+        if self._sequence_input:
+            truth = [np.asarray(y).ravel() for y in Y]
+            for i, y in enumerate(truth):
+                if y.shape[0] != lengths[i]:
+                    raise ValueError(f"{self._item} {i} has {lengths[i]} {self._rows} but "
+                                     f"{y.shape[0]} labels.")
+            truth = np.concatenate(truth)
+        else:
+            truth = np.asarray(Y)
+            if truth.ndim != 1:
+                raise ValueError(f"y must be 1-D, got shape {truth.shape}.")
+        owner = np.repeat(np.arange(n), lengths)
+
+        def score(y_pred):
+            wrong = self.classes_[y_pred] != truth
+            return 1.0 - float(np.mean(np.bincount(owner, wrong, n) / lengths))
+        return problem, score
+
     def _encode_values(self, values, i):
         """Map label values of example ``i`` to their index in ``classes_`` (clear errors)."""
         values = np.asarray(values)

@@ -32,19 +32,26 @@ class ChainCRF(SequenceStructure):
         the normalised loss (for sequences of one length ``T``, ``w`` minimises the count-loss
         objective at ``alpha`` iff ``w / T`` minimises the normalised one at ``alpha T``).
 
+    labels : array-like or None, default=None
+        The label set (any hashable, sortable values such as ``'B-NP'``). None learns it from
+        the training labels; declare it when a training set (a cross-validation fold) may
+        lack a label that other data has. A label outside a declared set is an error in fit;
+        ``score`` counts a label never seen in fit as a wrong prediction.
+
     Attributes
     ----------
     classes_ : ndarray
-        The labels seen in fit (any hashable, sortable values such as ``'B-NP'``).
+        The label set, sorted: ``labels``, or the labels seen in fit.
     n_features_in_ : int
         Number of token features.
     """
 
     _kind = CHAIN
 
-    def __init__(self, bias=True, normalize_loss=True):
+    def __init__(self, bias=True, normalize_loss=True, labels=None):
         self.bias = bias
         self.normalize_loss = normalize_loss
+        self.labels = labels
 
     @property
     def loss_name(self):
@@ -66,7 +73,7 @@ class ChainCRF(SequenceStructure):
 
     def _fit_labels(self, Y):
         seqs = [np.asarray(y).ravel() for y in Y]
-        classes = np.unique(np.concatenate(seqs))
+        classes = self._label_set(np.unique(np.concatenate(seqs)))
         if len(classes) < 2:
             raise ValueError(f"ChainCRF needs at least 2 classes in Y, got {len(classes)}: "
                              f"{list(classes)}.")
@@ -95,6 +102,8 @@ class ChainCRF(SequenceStructure):
                                np.full(len(last), 2)])
         extra = sp.csr_matrix((np.ones(rows.shape[0]), (rows, cols)), shape=(n_tok, 3))
         return sp.hstack([X_all, extra], format="csr")
+
+    prediction_scorer = SequenceStructure._label_space_scorer
 
     def _encode_one(self, y):
         return self._encode_values(np.asarray(y).ravel(), 0)

@@ -457,6 +457,12 @@ class BinaryGraphCRF(BaseEstimator):
                                  f"fit(X, Y) first.")
         return GraphProblem(self, self._examples(X, Y, self.n_features_in_))
 
+    def prediction_scorer(self, X, Y):
+        """The labelled examples and their ``score`` of predicted labelings (the estimators'
+        ``score``; labels are 0/1, none can be unseen)."""
+        labelled = self.pack(X, Y)
+        return labelled, labelled.score
+
     def predict(self, X, coef):
         """Decode every example of ``X`` (one graph cut each)."""
         problem = self.pack(X)

@@ -11,17 +11,25 @@ class MulticlassSVM(FlatStructure):
     The oracle is ``argmax_k [k != y] + <w_k, x>``. ``coef`` is laid out feature-major:
     ``coef.reshape(n_features, n_classes)[:, k]`` is the weight vector of class ``k``.
 
+    Parameters
+    ----------
+    labels : array-like or None, default=None
+        The classes. None learns them from the training labels; declare them when a training
+        set (a cross-validation fold) may lack a class. A class outside a declared set is an
+        error in fit; ``score`` counts a class never seen in fit as a wrong prediction.
+
     Attributes
     ----------
     classes_ : ndarray
+        The classes, sorted: ``labels``, or the classes seen in fit.
     n_features_in_ : int
     """
 
     _kind = MULTICLASS
     _min_classes = 2
 
-    def __init__(self):
-        pass
+    def __init__(self, labels=None):
+        self.labels = labels
 
     @property
     def _n_codes(self):
@@ -36,7 +44,7 @@ class MulticlassSVM(FlatStructure):
         Y = np.asarray(Y)
         if Y.ndim != 1:
             raise ValueError(f"y must be 1-D, got shape {Y.shape}.")
-        classes = np.unique(Y)
+        classes = self._label_set(np.unique(Y))
         self._check_classes(classes)
         self.classes_ = classes
 
@@ -52,6 +60,8 @@ class MulticlassSVM(FlatStructure):
         if len(bad):
             self._encode_values(Y[bad[:1]], int(bad[0]))  # raises, naming the example
         return idx.astype(np.int32), offsets
+
+    prediction_scorer = FlatStructure._label_space_scorer
 
     def _encode_one(self, y):
         return self._encode_values(np.asarray(y).reshape(1), 0)
