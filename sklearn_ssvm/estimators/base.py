@@ -85,6 +85,52 @@ class StructuredEstimator(BaseEstimator):
         check_is_fitted(self, "coef_")
         return self.structure_.predict(X, self.coef_)
 
+    def predict_marginals(self, X, temperature=1.0):
+        """Per-token label marginals of each sequence (chains), as CRF users read them.
+
+        The marginals of ``P(y | x) ~ exp(<coef_, phi(x, y)> / temperature)``, computed by
+        forward-backward (the entropy oracle's dynamic program). A structured SVM's scores are
+        margins, not log-probabilities: ``temperature`` sets how peaked the distribution is
+        (the argmax of each row need not be the Viterbi labeling's).
+
+        Parameters
+        ----------
+        X : list of (n_tokens, n_features) matrices
+        temperature : float, default=1.0
+
+        Returns
+        -------
+        list of ndarray of shape (n_tokens, n_labels)
+            Columns in ``classes_`` order; each row sums to 1.
+        """
+        check_is_fitted(self, "coef_")
+        if not hasattr(self.structure_, "marginals"):
+            raise ValueError(f"predict_marginals needs a ChainCRF structure, not "
+                             f"{type(self.structure_).__name__}.")
+        return self.structure_.marginals(X, self.coef_, temperature)
+
+    def decision_function(self, X):
+        """Scores: for ``MulticlassSVM`` the ``(n_samples, n_classes)`` class scores, for
+        ``BinarySVM`` ``X @ coef_`` (positive: ``classes_[1]``), otherwise the score
+        ``<coef_, phi(x, y)>`` of each example's predicted output."""
+        check_is_fitted(self, "coef_")
+        return self.structure_.decision_function(X, self.coef_)
+
+    @property
+    def transition_features_(self):
+        """``{(label_from, label_to): weight}`` of a chain (sklearn-crfsuite's attribute; see
+        :mod:`sklearn_ssvm.inspection` for tables and named features through a pipeline)."""
+        from ..inspection import transition_features
+        return transition_features(self)
+
+    @property
+    def state_features_(self):
+        """``{(feature, label): weight}`` of a chain's non-zero token-feature weights, features
+        named ``"x0"``, ``"x1"``, ... (see :mod:`sklearn_ssvm.inspection` for the names a
+        ``SequenceVectorizer`` gives)."""
+        from ..inspection import state_features
+        return state_features(self)
+
     def _packed(self, X, Y):
         check_is_fitted(self, "coef_")
         return self.structure_.pack(X, Y)

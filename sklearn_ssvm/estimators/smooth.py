@@ -407,6 +407,15 @@ class SmoothSSVMClassifier(StructuredEstimator):
         self.structure_.pack(X)  # validates X
         return np.array([int(np.argmax(self.feature_map_.scores(x, self.coef_))) for x in X])
 
+    def decision_function(self, X):
+        """As :meth:`BCFWStructuredSVM.decision_function`; with ``feature_map``, the score of
+        each example's best candidate."""
+        check_is_fitted(self, "coef_")
+        if getattr(self, "feature_map_", None) is None:
+            return super().decision_function(X)
+        self.structure_.pack(X)  # validates X
+        return np.array([float(np.max(self.feature_map_.scores(x, self.coef_))) for x in X])
+
     def score(self, X, Y):
         """``1 - mean task loss`` of the predictions."""
         if getattr(self, "feature_map_", None) is None:

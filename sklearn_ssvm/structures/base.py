@@ -510,6 +510,12 @@ class StructuredModel(BaseEstimator):
         y_out, _, _, _ = problem.run_oracle(np.asarray(coef, float), False)
         return self._decode_one(y_out)
 
+    def decision_function(self, X, coef):
+        """The score ``<coef, phi(x, y)>`` of each example's best output ``y``."""
+        problem = self.pack(X)
+        _, values, _, _ = problem.run_oracle(np.asarray(coef, float), False)
+        return values
+
     def predict(self, X, coef):
         """Decode every example of ``X``."""
         problem = self.pack(X)

@@ -21,6 +21,10 @@ class BinarySVM(MulticlassSVM):
     _kind = BINARY
     _n_codes = 1
 
+    def decision_function(self, X, coef):
+        """``X @ coef``: positive for ``classes_[1]``."""
+        return super().decision_function(X, coef).ravel()
+
     def _check_classes(self, classes):
         if len(classes) != 2:
             raise ValueError(f"BinarySVM needs exactly 2 classes in y, got {len(classes)}: "

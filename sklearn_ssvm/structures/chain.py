@@ -115,6 +115,39 @@ class ChainCRF(SequenceStructure):
         labels = self.classes_[y]
         return [labels[offsets[i]:offsets[i + 1]] for i in range(offsets.shape[0] - 1)]
 
+    # -- what a fitted chain offers a CRF user ---------------------------------------------
+
+    def marginals(self, X, coef, temperature=1.0):
+        """Per-token label marginals of the Gibbs distribution ``P(y | x) ~ exp(<coef, phi(x,
+        y)> / temperature)`` (forward-backward in log space, the entropy oracle's dynamic
+        program): a list of ``(n_tokens, n_labels)`` arrays, columns in ``classes_`` order,
+        rows summing to 1."""
+        if not (isinstance(temperature, (int, float, np.floating)) and temperature > 0
+                and np.isfinite(temperature)):
+            raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}.")
+        problem = self.pack(X)
+        W, theta = problem.split_coef(np.asarray(coef, float))
+        unary = np.asarray(problem.token_matrix() @ W)
+        trans = np.ascontiguousarray(self.transition_table(coef))
+        tok = problem.tok_offsets
+        return [chain_kernels.forward_backward(np.ascontiguousarray(unary[tok[i]:tok[i + 1]]),
+                                               trans, float(temperature))[1]
+                for i in range(problem.n_samples)]
+
+    def transition_table(self, coef):
+        """The transition weights as a ``labels x labels`` table: ``[a, b]`` scores label ``b``
+        right after label ``a`` (rows and columns in ``classes_`` order)."""
+        self._check_fitted()
+        C = len(self.classes_)
+        return np.asarray(coef, float)[-C * C:].reshape(C, C)
+
+    def state_table(self, coef):
+        """The token-feature weights as a ``n_features x labels`` table, then the rows of
+        the position biases (any, first, last position) when ``bias=True``."""
+        self._check_fitted()
+        C = len(self.classes_)
+        return np.asarray(coef, float)[:-C * C].reshape(-1, C)
+
     # -- smoothed oracles (spec 000 §2.3) --------------------------------------------------
 
     def _potentials(self, x, y_true, coef):

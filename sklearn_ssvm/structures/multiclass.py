@@ -63,6 +63,12 @@ class MulticlassSVM(FlatStructure):
 
     prediction_scorer = FlatStructure._label_space_scorer
 
+    def decision_function(self, X, coef):
+        """Class scores ``X @ W``, shape ``(n_samples, n_classes)``."""
+        problem = self.pack(X)
+        W, _ = problem.split_coef(np.asarray(coef, float))
+        return np.asarray(problem.token_matrix() @ W)
+
     def _encode_one(self, y):
         return self._encode_values(np.asarray(y).reshape(1), 0)
 

@@ -1,0 +1,85 @@
+"""Inspect a fitted chain model as a CRF user would (sklearn-crfsuite's ``transition_features_``
+and ``state_features_``), also through a ``Pipeline`` that names the token features.
+
+Every function takes a fitted estimator with a ``ChainCRF`` structure, or a fitted ``Pipeline``
+ending in one; in a pipeline the feature names come from the step before the estimator
+(``SequenceVectorizer.get_feature_names_out()``), otherwise they are ``"x0"``, ``"x1"``, ....
+The position biases of ``ChainCRF(bias=True)`` are named ``"bias"``, ``"bias:first"`` and
+``"bias:last"``.
+"""
+import numpy as np
+from sklearn.pipeline import Pipeline
+from sklearn.utils.validation import check_is_fitted
+
+from .structures.chain import ChainCRF
+
+BIAS_NAMES = ("bias", "bias:first", "bias:last")
+
+
+def _chain_model(model):
+    """The fitted chain estimator of ``model`` and its token feature names."""
+    names = None
+    if isinstance(model, Pipeline):
+        check_is_fitted(model.steps[-1][1], "coef_")
+        if len(model.steps) > 1:
+            names = np.asarray(model[:-1].get_feature_names_out(), dtype=object)
+        model = model.steps[-1][1]
+    check_is_fitted(model, "coef_")
+    structure = getattr(model, "structure_", None)
+    if not isinstance(structure, ChainCRF):
+        raise ValueError(f"needs an estimator fitted with a ChainCRF structure, got "
+                         f"{type(structure).__name__}.")
+    if getattr(model, "feature_map_", None) is not None:
+        raise ValueError("a model with a feature_map has no linear token weights.")
+    if names is None:
+        names = np.array([f"x{j}" for j in range(structure.n_features_in_)], dtype=object)
+    if structure.bias:
+        names = np.concatenate([names, np.array(BIAS_NAMES, dtype=object)])
+    return model, names
+
+
+def transition_weights(model):
+    """The transition weights as a ``labels x labels`` table.
+
+    Returns
+    -------
+    table : ndarray of shape (n_labels, n_labels)
+        ``table[a, b]``: the weight of label ``classes[b]`` right after ``classes[a]``.
+    classes : ndarray
+    """
+    est, _ = _chain_model(model)
+    return est.structure_.transition_table(est.coef_), est.structure_.classes_
+
+
+def transition_features(model):
+    """``{(label_from, label_to): weight}``, as sklearn-crfsuite's ``transition_features_``."""
+    table, classes = transition_weights(model)
+    return {(a, b): float(table[i, j]) for i, a in enumerate(classes.tolist())
+            for j, b in enumerate(classes.tolist())}
+
+
+def state_features(model):
+    """``{(feature_name, label): weight}`` of the non-zero token-feature weights, as
+    sklearn-crfsuite's ``state_features_``."""
+    est, names = _chain_model(model)
+    table = est.structure_.state_table(est.coef_)
+    rows, cols = np.nonzero(table)
+    classes = est.structure_.classes_.tolist()
+    return {(names[r], classes[c]): float(table[r, c]) for r, c in zip(rows, cols)}
+
+
+def top_state_features(model, n=10):
+    """Per label, the ``n`` token features with the largest weights.
+
+    Returns
+    -------
+    dict
+        ``{label: [(feature_name, weight), ...]}``, weights descending.
+    """
+    est, names = _chain_model(model)
+    table = est.structure_.state_table(est.coef_)
+    out = {}
+    for c, label in enumerate(est.structure_.classes_.tolist()):
+        order = np.argsort(-table[:, c], kind="stable")[:n]
+        out[label] = [(names[r], float(table[r, c])) for r in order]
+    return out
