@@ -9,6 +9,8 @@ __all__ = [
     "extract_chunks",
     "chunk_precision_recall_f1",
     "chunk_f1_score",
+    "SCORERS",
+    "get_scorer",
 ]
 
 _SCHEME_PREFIXES = {"iob": frozenset("BI"), "iobes": frozenset("BIES")}
@@ -256,3 +258,40 @@ def chunk_f1_score(Y_true, Y_pred, *, scheme="iob"):
     1.0
     """
     return chunk_precision_recall_f1(Y_true, Y_pred, scheme=scheme)[2]
+
+
+def _scorer(score_func):
+    from sklearn.metrics import make_scorer
+
+    return make_scorer(score_func)
+
+
+def get_scorer(scoring):
+    """A scorer ``scorer(estimator, X, Y)`` for lists of sequences, for ``scoring=`` of
+    ``GridSearchCV``, ``cross_validate`` and the library's CV estimators.
+
+    Parameters
+    ----------
+    scoring : str or callable
+        ``"chunk_f1"`` (conlleval chunk F1, :func:`chunk_f1_score`), ``"token_accuracy"``
+        (:func:`token_accuracy`), or any scikit-learn scorer name or callable (returned as
+        scikit-learn's ``get_scorer`` gives it).
+
+    Returns
+    -------
+    callable
+
+    Examples
+    --------
+    >>> from sklearn_ssvm.metrics import get_scorer
+    >>> scorer = get_scorer("chunk_f1")
+    """
+    if isinstance(scoring, str) and scoring in SCORERS:
+        return _scorer(SCORERS[scoring])
+    from sklearn.metrics import get_scorer as sklearn_get_scorer
+
+    return sklearn_get_scorer(scoring)
+
+
+#: the sequence metrics :func:`get_scorer` knows by name
+SCORERS = {"chunk_f1": chunk_f1_score, "token_accuracy": token_accuracy}

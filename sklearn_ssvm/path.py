@@ -230,8 +230,15 @@ def _seed_sequences(random_state, k):
 
 def _solver_settings(estimator):
     """BCFW settings of ``estimator`` (a ``BCFWStructuredSVM``) for the solves of a path."""
-    if not hasattr(estimator, "structure"):
-        raise TypeError(f"estimator must be a BCFWStructuredSVM, got {type(estimator).__name__}.")
+    from .estimators import BCFWStructuredSVM
+
+    if not isinstance(estimator, BCFWStructuredSVM):
+        raise ValueError(f"The regularization paths (regularization_path, grid_search_path, "
+                         f"cross_validate_path) are BCFW's: their certified epsilon-path is "
+                         f"built on BCFW's dual (spec 002 §8). They take a BCFWStructuredSVM, "
+                         f"not {type(estimator).__name__}; to choose alpha for "
+                         f"{type(estimator).__name__} use SmoothSSVMClassifierCV (for "
+                         f"SmoothSSVMClassifier) or GridSearchCV.")
     if hasattr(estimator, "_validate_params"):
         estimator._validate_params()
     if getattr(estimator, "coef_bounds", None) is not None:
@@ -892,7 +899,7 @@ def cross_validate_path(estimator, X, Y, cv=5, alphas=None, n_alphas=30, eps=0.1
     folds = list(splitter.split(np.zeros((n, 1))))
     parallel = n_jobs not in (None, 1)
     kwargs = dict(eps=eps, alpha_min=alpha_min, kappa=kappa, heuristic=heuristic,
-                  n_jobs=1 if parallel else None)
+                  n_jobs=1 if parallel else n_jobs)  # n_jobs=1: one thread everywhere
     rs = getattr(estimator, "random_state", None)
     if isinstance(rs, (np.random.Generator, np.random.RandomState)):  # one fixed seed for all
         estimator = clone(estimator).set_params(random_state=int(_as_generator(rs).integers(2**31)))

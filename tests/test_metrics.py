@@ -274,3 +274,26 @@ def test_chunk_score_properties(y_true, rnd):
             out[a:b] = ["B-" + typ] + ["I-" + typ] * (b - a - 1)
         as_iob2.append(out)
     assert chunk_precision_recall_f1(as_iob2, y_pred) == (p, r, f)
+
+
+@pytest.mark.parametrize("name, metric", [("chunk_f1", "chunk_f1_score"),
+                                          ("token_accuracy", "token_accuracy")])
+def test_scorers_equal_the_metrics_and_work_in_grid_search(name, metric):
+    from sklearn.model_selection import GridSearchCV
+
+    from sklearn_ssvm import BCFWStructuredSVM, ChainCRF
+    from sklearn_ssvm import metrics
+    from sklearn_ssvm.metrics import get_scorer
+
+    rng = np.random.default_rng(0)
+    tags = np.array(["B-NP", "I-NP", "O"])
+    W = rng.normal(size=(4, 3))
+    X = [rng.normal(size=(3 + i % 4, 4)) for i in range(30)]
+    Y = [tags[np.argmax(x @ W, axis=1)] for x in X]
+    est = BCFWStructuredSVM(ChainCRF(labels=tags), alpha=0.1, max_iter=3, random_state=0)
+    est.fit(X, Y)
+    scorer = get_scorer(name)
+    assert scorer(est, X, Y) == getattr(metrics, metric)(Y, est.predict(X))
+    search = GridSearchCV(est, {"alpha": [0.01, 1.0]}, scoring=scorer, cv=3).fit(X, Y)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    assert get_scorer("accuracy") is not None  # scikit-learn's names pass through

@@ -6,7 +6,8 @@ path's bookkeeping, from ``problem.hinge_losses`` and ``alpha / 2 ||w||^2``.
 import numpy as np
 import pytest
 
-from sklearn_ssvm import BCFWStructuredSVM, ChainCRF, MulticlassSVM, MultiLabel
+from sklearn_ssvm import (BCFWStructuredSVM, BMRMStructuredSVM, ChainCRF, MulticlassSVM,
+                          MultiLabel, PragamSVC, SmoothSSVMClassifier)
 from sklearn_ssvm.path import (GridSearchPath, RegularizationPath, block_deltas,
                                grid_search_path, initialize_path, keep_primal_rescale,
                                regularization_path)
@@ -471,3 +472,16 @@ def test_cross_validate_path():
     np.testing.assert_array_equal(full.coef_, one.path_.coef_at(one.best_alpha_))
     assert full.alpha_ == one.best_alpha_ and full.duality_gap_ <= EPS + 1e-10
     assert full.predict(X).shape == y.shape
+
+
+@pytest.mark.parametrize("make", [lambda: SmoothSSVMClassifier(ChainCRF()),
+                                  lambda: BMRMStructuredSVM(ChainCRF()), lambda: PragamSVC()])
+def test_paths_refuse_other_estimators_clearly(make):
+    from sklearn_ssvm import cross_validate_path, grid_search_path, regularization_path
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(3, 2)) for _ in range(6)]
+    Y = [np.array([0, 1, 0])] * 6
+    for path in (regularization_path, grid_search_path, cross_validate_path):
+        kwargs = dict(cv=2) if path is cross_validate_path else {}
+        with pytest.raises(ValueError, match="take a BCFWStructuredSVM, not"):
+            path(make(), X, Y, **kwargs)

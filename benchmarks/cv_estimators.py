@@ -1,0 +1,59 @@
+"""The CV estimators against GridSearchCV over the same alphas and folds, one script.
+
+    python benchmarks/cv_estimators.py [--n-words 2000] [--repeats 3]
+
+OCR words (bundled), ``ChainCRF()``, BCFW with pairwise steps to a gap of 0.01, 5 folds, the
+alphas 1e-1 ... 1e-4: ``BCFWStructuredSVMCV`` (each fold warm-started along the decreasing
+alphas) against ``GridSearchCV(BCFWStructuredSVM(...))`` (a cold fit per alpha and fold), both
+on one worker and both refitting at the chosen alpha. Reports the chosen alphas, CPU and wall
+seconds (medians; numba compilation apart, by a first small fit) and their ratio.
+"""
+import argparse
+import statistics
+import time
+
+import numpy as np
+from sklearn.model_selection import GridSearchCV, KFold
+
+from sklearn_ssvm import BCFWStructuredSVM, BCFWStructuredSVMCV, ChainCRF
+from sklearn_ssvm.datasets import load_ocr_letters, split_folds
+
+ALPHAS = [1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4]
+SETTINGS = dict(step="pairwise", tol=0.01, max_iter=200, random_state=0)
+
+
+def timed(make, X, Y, repeats):
+    cpus, walls = [], []
+    for _ in range(repeats):
+        w, c = time.perf_counter(), time.process_time()
+        fitted = make().fit(X, Y)
+        walls.append(time.perf_counter() - w)
+        cpus.append(time.process_time() - c)
+    return fitted, statistics.median(cpus), statistics.median(walls)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n-words", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    X, _, Y, _ = split_folds(load_ocr_letters(), test_fold=0)
+    X, Y = X[:args.n_words], Y[:args.n_words]
+    BCFWStructuredSVM(ChainCRF(), max_iter=1).fit(X[:20], Y[:20])  # compile / load
+    folds = KFold(5)
+    cv, cv_cpu, cv_wall = timed(lambda: BCFWStructuredSVMCV(
+        ChainCRF(), alphas=ALPHAS, cv=folds, **SETTINGS), X, Y, args.repeats)
+    gs, gs_cpu, gs_wall = timed(lambda: GridSearchCV(BCFWStructuredSVM(ChainCRF(), **SETTINGS),
+                                                     {"alpha": ALPHAS}, cv=folds), X, Y,
+                                args.repeats)
+    print(f"OCR, {len(X)} words, 5 folds, {len(ALPHAS)} alphas")
+    print("| method | chosen alpha | CPU s | wall s |")
+    print("|---|---|---|---|")
+    print(f"| BCFWStructuredSVMCV | {cv.alpha_:g} | {cv_cpu:.1f} | {cv_wall:.1f} |")
+    print(f"| GridSearchCV | {gs.best_params_['alpha']:g} | {gs_cpu:.1f} | {gs_wall:.1f} |")
+    print(f"CPU ratio CV / GridSearchCV: {cv_cpu / gs_cpu:.2f}; max |mean score difference|: "
+          f"{np.max(np.abs(cv.cv_results_['mean_test_score'] - gs.cv_results_['mean_test_score'])):.4f}")
+
+
+if __name__ == "__main__":
+    main()
