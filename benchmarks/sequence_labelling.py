@@ -49,6 +49,9 @@ MODELS = {
     "crf-ap": "CRFsuite averaged perceptron, 10 epochs",
     "bcfw-l2": "BCFWStructuredSVM, pairwise steps, L2 only",
     "bcfw-enet": "BCFWStructuredSVM, pairwise steps, elastic net",
+    "bcfw-default": "BCFWStructuredSVM(ChainCRF()), every default (alpha=None)",
+    "smooth-default": "SmoothSSVMClassifier(ChainCRF()), every default (alpha=None)",
+    "bcfw-cv": "BCFWStructuredSVMCV, 5-fold CV of alpha on the training set",
     "casimir-l2": "SmoothSSVMClassifier, Casimir-SVRG, L2 only",
     "casimir-enet": "SmoothSSVMClassifier, Casimir-SVRG, elastic net",
     "agm-enet": "SmoothSSVMClassifier, AGM (entropy smoothing), elastic net",
@@ -71,10 +74,19 @@ def load(task, data, evaluation=True):
 
 
 def our_estimator(task, model):
-    from sklearn_ssvm import BCFWStructuredSVM, ChainCRF, SmoothSSVMClassifier
+    from sklearn_ssvm import (BCFWStructuredSVM, BCFWStructuredSVMCV, ChainCRF,
+                              SmoothSSVMClassifier)
 
     alpha = RECOMMENDED[task]["alpha"]
     chain = ChainCRF(normalize_loss=False)
+    if model == "bcfw-default":
+        return BCFWStructuredSVM(ChainCRF())
+    if model == "smooth-default":
+        return SmoothSSVMClassifier(ChainCRF())
+    if model == "bcfw-cv":  # the recommended settings, alpha from the grid RECOMMENDED came from
+        return BCFWStructuredSVMCV(chain, alphas=[1e-4, 3e-4, 1e-3, 3e-3], cv=5,
+                                   scoring="chunk_f1", step="pairwise", tol=1e-3, max_iter=30,
+                                   random_state=0)
     if model in ("bcfw-l2", "bcfw-enet"):
         return BCFWStructuredSVM(chain, alpha=alpha, l1_ratio=L1_RATIO if model == "bcfw-enet"
                                  else 0.0, step="pairwise", tol=1e-3, max_iter=30,

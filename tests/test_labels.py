@@ -75,3 +75,19 @@ def test_declared_labels_are_checked():
     est = BCFWStructuredSVM(BinarySVM(labels=[-1, 1]), max_iter=3).fit(Xf, 2 * yf - 1)
     assert est.structure_.classes_.tolist() == [-1, 1]
     assert est.score(Xf, np.where(yf == 1, 1, 5)) <= 0.5 + 1e-12  # 5 is always wrong
+
+
+def test_default_alpha():
+    """alpha=None: BCFW on chains 0.01 per unit of the largest sequence loss; 1/n otherwise."""
+    from sklearn_ssvm import SmoothSSVMClassifier
+
+    X, Y = rare_label_sequences(np.random.default_rng(3))
+    est = BCFWStructuredSVM(ChainCRF(), max_iter=2).fit(X, Y)
+    assert est.alpha_ == pytest.approx(0.01)
+    est = BCFWStructuredSVM(ChainCRF(normalize_loss=False), max_iter=2).fit(X, Y)
+    assert est.alpha_ == pytest.approx(0.01 / np.mean([len(y) for y in Y]))
+    assert SmoothSSVMClassifier(ChainCRF(), max_iter=2).fit(X, Y).alpha_ == 1 / len(Y)
+    rng = np.random.default_rng(4)
+    Xf = rng.normal(size=(25, 3))
+    assert BCFWStructuredSVM(MulticlassSVM(), max_iter=2).fit(Xf, np.arange(25) % 3).alpha_ \
+        == 1 / 25

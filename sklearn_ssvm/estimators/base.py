@@ -56,7 +56,7 @@ class StructuredEstimator(BaseEstimator):
                              f"{type(structure).__name__} (graph cuts run from Python) trains "
                              f"with SmoothSSVMClassifier(solver='casimir-svrg', 'svrg' or "
                              f"'sgd').")
-        alpha = 1.0 / problem.n_samples if self.alpha is None else float(self.alpha)
+        alpha = self._default_alpha(problem) if self.alpha is None else float(self.alpha)
         fitted = self._solve(problem, alpha, self if warm else None, **fit_params)
         self.structure_ = structure
         self.alpha_ = alpha
@@ -66,6 +66,10 @@ class StructuredEstimator(BaseEstimator):
             setattr(self, name, value)
         self.n_nonzero_coef_ = int(np.count_nonzero(self.coef_))
         return self
+
+    def _default_alpha(self, problem):
+        """``alpha=None``: ``1 / n_samples`` (``LinearSVC``'s ``C = 1`` for binary SVMs)."""
+        return 1.0 / problem.n_samples
 
     def _penalty(self, alpha):
         """The fit's regulariser: the elastic net of ``l1_ratio`` (estimators without that
