@@ -95,7 +95,14 @@ def _solve_affine(left, right, c, slope):
 
 @njit(cache=True, nogil=True)
 def _check_feasible(p, q, s, c):
-    """Raise unless ``g(-inf) <= 0 <= g(+inf)`` (up to rounding)."""
+    """Raise unless the inputs are numbers (NaN kinks or slopes would keep the root search
+    from ever closing its bracket) and ``g(-inf) <= 0 <= g(+inf)`` (up to rounding)."""
+    if not np.isfinite(c):
+        raise ValueError("non-finite projection input (an overflow upstream: rescale the data)")
+    for i in range(p.shape[0]):
+        if not (np.isfinite(s[i]) and p[i] < np.inf and q[i] > -np.inf and p[i] <= q[i]):
+            raise ValueError("non-finite projection input (an overflow upstream: rescale the "
+                             "data)")
     low = c
     high = c
     scale = abs(c)
@@ -196,6 +203,9 @@ def root_select(p, q, s, c, seed=12345):
         val = const + slope * pivot
         for j in range(n_act):
             val += s[j] * min(max(pivot, p[j]), q[j])
+        if val != val:  # inf - inf: the bracket could never close
+            raise ValueError("non-finite projection input (an overflow upstream: rescale the "
+                             "data)")
         if val == 0.0:
             return pivot
         if val < 0.0:

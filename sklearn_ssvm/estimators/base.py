@@ -1,6 +1,7 @@
 """What every structured estimator shares: fitted-structure handling, predict and score."""
 from numbers import Integral, Real
 
+import joblib
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils._param_validation import Interval
@@ -9,6 +10,15 @@ from sklearn.utils.validation import check_is_fitted
 from ..penalties import ElasticNet
 from ..structures.base import StructuredModel
 from ..structures.graph import BinaryGraphCRF
+
+
+def training_key(problem, features=True):
+    """A fingerprint of the training examples a warm start's solver state depends on: their
+    lengths and labels, and their features unless ``features=False``."""
+    parts = (problem.tok_offsets, problem.node_offsets, problem.y)
+    if features:
+        parts += (problem.indptr, problem.indices, problem.data)
+    return joblib.hash(parts)
 
 
 class StructuredEstimator(BaseEstimator):
@@ -49,8 +59,10 @@ class StructuredEstimator(BaseEstimator):
         """
         self._validate_params()
         warm = self.warm_start and self._warm_startable()
-        structure = self.structure_ if warm else clone(self.structure)
+        structure = clone(self.structure)  # never self.structure_: a failed fit keeps it
         problem = structure.prepare(X, Y)
+        if warm:
+            self._check_warm_start(structure)
         if getattr(problem, "dense_oracles", False) and not self._takes_dense_oracles():
             raise ValueError(f"{type(self).__name__} with these settings runs compiled oracles; "
                              f"{type(structure).__name__} (graph cuts run from Python) trains "
@@ -79,6 +91,24 @@ class StructuredEstimator(BaseEstimator):
     def _takes_dense_oracles(self):
         """Whether the solver takes problems with Python oracles (``GraphProblem``)."""
         return False
+
+    def _check_warm_start(self, structure):
+        """Refuse, before any fitted attribute changes, a warm start whose structure, label set
+        or feature count differs from the previous fit's (the solver's state indexes them)."""
+        previous = self.structure_
+        what = None
+        if type(structure) is not type(previous) or (joblib.hash(structure.get_params())
+                                                     != joblib.hash(previous.get_params())):
+            what = f"the structure ({structure!r} now, {previous!r} before)"
+        elif not np.array_equal(structure.classes_, previous.classes_):
+            what = (f"the label set ({structure.classes_.tolist()[:10]} now, "
+                    f"{previous.classes_.tolist()[:10]} before)")
+        elif structure.n_features_in_ != previous.n_features_in_:
+            what = (f"the number of features ({structure.n_features_in_} now, "
+                    f"{previous.n_features_in_} before)")
+        if what is not None:
+            raise ValueError(f"warm_start=True continues the previous fit, but {what} "
+                             f"differs: set warm_start=False to fit from scratch.")
 
     def _warm_startable(self):
         """Whether a previous fit left what ``warm_start`` continues from."""

@@ -7,7 +7,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._kernels.labelings import CHAIN
 from ..penalties import ElasticNet
 from ..solvers.bcfw import DualState, bcfw, keep_primal_rescale, rescale_active_sets
-from .base import StructuredEstimator
+from .base import StructuredEstimator, training_key
 
 #: ``alpha=None`` for chains, per unit of the largest loss of a sequence (the normalised loss:
 #: 0.01; the count loss: 0.01 / mean length). At BCFW's defaults it is within 0.55 F1 of the best
@@ -173,10 +173,16 @@ class BCFWStructuredSVM(StructuredEstimator):
             seed = rng
         else:  # a RandomState instance: draw a seed from it, as scikit-learn estimators do
             seed = rng.randint(2**31)
+        # the dual state has one block per example, its losses and labelings sized by the
+        # example's tokens and labels: a warm start needs the same sequences and labels
+        data_key = training_key(problem, features=False)
+        if previous is not None and previous._data_key != data_key:
+            raise ValueError("warm_start=True needs the same examples (their lengths) and "
+                             "labels as the previous fit: its dual state holds one block per "
+                             "example. Set warm_start=False to fit from scratch.")
         init = previous.dual_state_ if previous is not None else None
         atoms = previous.active_sets_ if previous is not None else None
-        if init is not None and init.M.shape[0] == problem.tok_offsets[-1] \
-                and alpha < previous.alpha_ and self.l1_ratio == 0:
+        if init is not None and alpha < previous.alpha_ and self.l1_ratio == 0:
             # a smaller alpha: Prop. 1 keeps w and moves the dual towards the true labelings,
             # so the warm start begins at the previous primal point, its gap still exact (the
             # rescaling is the L2 penalty's: with l1 the dual point is kept, still feasible)
@@ -184,8 +190,6 @@ class BCFWStructuredSVM(StructuredEstimator):
             init = keep_primal_rescale(init, rho, DualState.at_labels(problem))
             if atoms is not None:
                 atoms = rescale_active_sets(problem, atoms, rho)
-        if init is not None and init.M.shape[0] != problem.tok_offsets[-1]:
-            raise ValueError("warm_start=True needs the same training data as the previous fit.")
         bounds = self.coef_bounds
         if isinstance(bounds, str):  # "positive_pairwise"
             lower = np.full(problem.n_params, -np.inf)
@@ -198,7 +202,7 @@ class BCFWStructuredSVM(StructuredEstimator):
                       random_state=seed, init=init, init_active_sets=atoms,
                       n_jobs=self.n_jobs, verbose=self.verbose)
         cert = result.certificate
-        return dict(coef_=result.coef, n_iter_=result.n_iter,
+        return dict(_data_key=data_key, coef_=result.coef, n_iter_=result.n_iter,
                     n_oracle_calls_=result.n_oracle_calls, duality_gap_=cert.gap,
                     primal_objective_=cert.primal, dual_objective_=cert.dual,
                     converged_=result.converged, history_=result.history,

@@ -2,7 +2,7 @@
 from sklearn.utils._param_validation import StrOptions
 
 from ..solvers.bmrm import bmrm
-from .base import StructuredEstimator
+from .base import StructuredEstimator, training_key
 
 
 class BMRMStructuredSVM(StructuredEstimator):
@@ -90,16 +90,18 @@ class BMRMStructuredSVM(StructuredEstimator):
 
     def _solve(self, problem, alpha, previous):
         init = cuts = offsets = None
+        data_key = training_key(problem)  # the cuts lower-bound this data's risk only
         if previous is not None:
-            cuts, offsets = previous.bundle_
-            if cuts.shape[1] != problem.n_params:
+            if previous._data_key != data_key:
                 raise ValueError("warm_start=True needs the same training data as the "
-                                 "previous fit.")
+                                 "previous fit (its cutting planes bound that data's risk). "
+                                 "Set warm_start=False to fit from scratch.")
+            cuts, offsets = previous.bundle_
             init = previous.coef_
         result = bmrm(problem, alpha, variant=self.variant, tol=self.tol,
                       max_iter=self.max_iter, init=init, cuts=cuts, offsets=offsets,
                       n_jobs=self.n_jobs, verbose=self.verbose)
-        return dict(coef_=result.coef, n_iter_=result.n_iter, duality_gap_=result.gap,
-                    primal_objective_=result.primal, lower_bound_=result.lower_bound,
+        return dict(_data_key=data_key, coef_=result.coef, n_iter_=result.n_iter,
+                    duality_gap_=result.gap, primal_objective_=result.primal, lower_bound_=result.lower_bound,
                     converged_=result.converged, history_=result.history,
                     bundle_=(result.cuts, result.offsets))

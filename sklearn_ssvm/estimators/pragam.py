@@ -3,6 +3,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
@@ -131,6 +132,14 @@ class PragamSVC(LinearClassifierMixin, BaseEstimator):
     def _fit(self, X, y):
         solve = self._solver()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
+        squares = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) \
+            else np.einsum("ij,ij->i", X, X)
+        if not np.all(np.isfinite(squares)):  # every Lipschitz constant would overflow
+            i = int(np.flatnonzero(~np.isfinite(squares))[0])
+            row = X[i].data if sp.issparse(X) else X[i]
+            raise ValueError(f"X is too large: the squared norm of example {i} overflows "
+                             f"(largest |x| = {np.abs(row).max():.3g}); rescale X (e.g. with "
+                             f"StandardScaler).")
         check_classification_targets(y)
         classes = np.unique(y)
         if classes.size < 2:

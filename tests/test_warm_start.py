@@ -1,0 +1,91 @@
+"""Warm starts refuse incompatible data before touching the fitted model (issue: a BCFW warm
+refit with another label set corrupted memory; a rejected Smooth/BMRM warm fit broke predict)."""
+import numpy as np
+import pytest
+
+from sklearn_ssvm import BCFWStructuredSVM, BMRMStructuredSVM, ChainCRF, SmoothSSVMClassifier
+
+ESTIMATORS = [lambda: BCFWStructuredSVM(ChainCRF(), warm_start=True, max_iter=10,
+                                        random_state=0),
+              lambda: BCFWStructuredSVM(ChainCRF(), warm_start=True, max_iter=10,
+                                        step="pairwise", random_state=0),
+              lambda: SmoothSSVMClassifier(ChainCRF(), warm_start=True, max_iter=3,
+                                           random_state=0),
+              lambda: BMRMStructuredSVM(ChainCRF(), warm_start=True, max_iter=10)]
+
+
+def data(seed=0):
+    rng = np.random.default_rng(seed)
+    return ([rng.normal(size=(4, 3)) for _ in range(10)],
+            [rng.integers(0, 3, 4) for _ in range(10)])
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+@pytest.mark.parametrize("change, message", [
+    ("new label", "label set .* differs"),
+    ("features", "number of features .* differs"),
+    ("structure", "structure .* differs"),
+])
+def test_incompatible_warm_fit_raises_and_keeps_the_model(make, change, message):
+    X, Y = data()
+    est = make().fit(X, Y)
+    coef, pred = est.coef_.copy(), est.predict(X)
+    if change == "new label":
+        Y = [y.copy() for y in Y]
+        Y[0][0] = 3  # same token count, another label set
+    elif change == "features":
+        X = [np.hstack([x, x[:, :1]]) for x in X]
+    else:
+        est.set_params(structure=ChainCRF(normalize_loss=False))
+    with pytest.raises(ValueError, match=message):
+        est.fit(X, Y)
+    np.testing.assert_array_equal(est.coef_, coef)
+    assert all(np.array_equal(a, b) for a, b in zip(est.predict(data()[0]), pred))
+
+
+@pytest.mark.parametrize("make", [ESTIMATORS[0], ESTIMATORS[3]])
+def test_warm_fit_on_other_examples_raises(make):
+    """BCFW's dual blocks and BMRM's cuts belong to the training examples: other lengths or
+    labels (BMRM: also features) are refused; BCFW takes new features of the same examples."""
+    X, Y = data()
+    est = make().fit(X, Y)
+    Y2 = [y.copy() for y in Y]
+    Y2[1][0] = (Y2[1][0] + 1) % 3
+    with pytest.raises(ValueError, match="same"):
+        est.fit(X, Y2)
+    with pytest.raises(ValueError, match="same"):
+        est.fit(X[:9] + [X[9][:3]], Y[:9] + [Y[9][:3]])
+    X2 = [x + 0.1 for x in X]
+    if isinstance(est, BCFWStructuredSVM):
+        assert est.fit(X2, Y).duality_gap_ >= 0
+    else:
+        with pytest.raises(ValueError, match="same training data"):
+            est.fit(X2, Y)
+
+
+def test_projection_refuses_non_finite_input_instead_of_looping():
+    """``root_select`` looped for ever (ignoring Ctrl-C) on NaN kinks; now a ValueError, also
+    for PragamSVC on overflowing features, run in a subprocess so a regression cannot hang the
+    test session."""
+    import subprocess
+    import sys
+
+    from sklearn_ssvm._kernels.projection import root_select
+
+    p, q, s = np.array([0.0, np.nan]), np.array([1.0, 2.0]), np.array([1.0, 1.0])
+    with pytest.raises(ValueError, match="non-finite projection input"):
+        root_select(p, q, s, -1.0)
+    with pytest.raises(ValueError, match="non-finite projection input"):
+        root_select(np.array([0.0, 1.0]), np.array([1.0, 2.0]), np.array([np.inf, 1.0]), -1.0)
+    code = ("import numpy as np\nfrom sklearn_ssvm import PragamSVC\n"
+            "rng = np.random.default_rng(0)\nX = rng.normal(size=(40, 3))\n"
+            "y = (X[:, 0] > 0).astype(int)\n"
+            "for solver in ('agm-primal', 'agm-dual'):\n"
+            "    for scale in (1e300, 1e154):\n"
+            "        try:\n"
+            "            PragamSVC(solver=solver, fit_intercept=True).fit(X * scale, y)\n"
+            "        except ValueError as e:\n"
+            "            assert 'too large' in str(e), e\n"
+            "        else:\n"
+            "            raise AssertionError('accepted')\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
