@@ -37,7 +37,8 @@ class StructuredEstimator(BaseEstimator):
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
-        "n_jobs": [Integral, None],
+        "n_jobs": [Interval(Integral, None, -1, closed="right"),
+                   Interval(Integral, 1, None, closed="left"), None],  # joblib's: not 0
     }
 
     def fit(self, X, Y, **fit_params):

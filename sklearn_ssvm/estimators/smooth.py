@@ -417,11 +417,12 @@ class SmoothSSVMClassifier(StructuredEstimator):
         return np.array([float(np.max(self.feature_map_.scores(x, self.coef_))) for x in X])
 
     def score(self, X, Y):
-        """``1 - mean task loss`` of the predictions."""
+        """``1 - mean task loss`` of the predictions, in [0, 1]."""
         if getattr(self, "feature_map_", None) is None:
             return super().score(X, Y)
-        y_pred = self.predict(X)
-        return 1.0 - float(np.mean([np.asarray(y, float)[k] for y, k in zip(Y, y_pred)]))
+        y_pred = self.predict(X)  # each example's loss over its largest, as without the map
+        losses = [np.asarray(y, float)[k] / max(np.max(y), 1e-300) for y, k in zip(Y, y_pred)]
+        return 1.0 - float(np.mean(losses))
 
     def objective(self, X, Y):
         """The non-smooth objective ``r(coef_) + mean_i f_i(coef_)`` (eq. (1);

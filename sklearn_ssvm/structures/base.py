@@ -199,10 +199,14 @@ class Problem:
     def score(self, y_pred):
         """``1 - mean task loss``, each example's loss scaled to [0, 1] first: for chains the
         weighted Hamming loss over its total cost (the fraction of wrong labels, whether the
-        training loss is normalised or counts), the estimators' ``score``."""
+        training loss is normalised or counts), for candidate sets the loss over the example's
+        largest; the estimators' ``score``."""
         losses = self.losses(y_pred)
         if self.kind == labelings.CHAIN:
             losses = losses / self.chain_costs()
+        elif self.kind == labelings.CANDIDATES:  # each example's losses scaled by its largest
+            largest = np.maximum.reduceat(self.tok_loss, self.tok_offsets[:-1])
+            losses = np.divide(losses, largest, out=np.zeros_like(losses), where=largest > 0)
         return 1.0 - float(np.mean(losses))
 
 
@@ -257,7 +261,11 @@ def smoothing_code(smoothing, top_k, kind):
 
 
 def check_finite_matrix(x, what):
-    """Return ``x`` as CSR float64, raising a ValueError naming ``what`` on NaN or inf."""
+    """Return ``x`` as CSR float64, raising a ValueError naming ``what`` on NaN or inf, and on
+    complex or non-numeric values (numpy would drop imaginary parts with only a warning)."""
+    dtype = x.dtype if sp.issparse(x) else np.asarray(x).dtype
+    if dtype.kind not in "biuf":
+        raise ValueError(f"{what} must hold real numbers, got dtype {dtype}.")
     if sp.issparse(x):
         x = sp.csr_matrix(x, dtype=np.float64)
         values = x.data
@@ -523,6 +531,25 @@ class StructuredModel(BaseEstimator):
         return self._decode_labels(y_out, problem.node_offsets)
 
 
+def unique_labels(values):
+    """The sorted distinct labels of ``values``, refusing None, NaN and unsortable mixtures with
+    a ValueError that says so."""
+    values = np.asarray(values)
+    if values.dtype == object:
+        if any(v is None for v in values):
+            raise ValueError("Y contains None: every label must be a value.")
+        if any(isinstance(v, float) and v != v for v in values):
+            raise ValueError("Y contains NaN: every label must be a value.")
+    elif values.dtype.kind == "f" and np.isnan(values).any():
+        raise ValueError("Y contains NaN: every label must be a value.")
+    try:
+        return np.unique(values)
+    except TypeError:
+        kinds = sorted({type(v).__name__ for v in values})
+        raise ValueError(f"Y mixes label types that cannot be ordered ({', '.join(kinds)}): "
+                         f"use one type, e.g. all str.") from None
+
+
 def _plain(value):
     """A numpy scalar as the Python value it holds (readable in error messages)."""
     return value.item() if isinstance(value, np.generic) else value
@@ -578,10 +605,14 @@ class FlatStructure(StructuredModel):
             X = np.asarray(X)
             if X.dtype == object:
                 raise ValueError("X must be a 2-D numeric array or sparse matrix.")
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"X must hold real numbers, got dtype {X.dtype}.")
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (n_samples, n_features), got {X.ndim} dimensions.")
         if X.shape[0] == 0:
             raise ValueError("X contains no samples.")
+        if X.shape[1] == 0:
+            raise ValueError("X has 0 features: at least one is needed.")
         if sp.issparse(X):
             X = X.tocsr()
             rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))

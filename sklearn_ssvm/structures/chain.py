@@ -4,7 +4,7 @@ import scipy.sparse as sp
 
 from .._kernels import chain as chain_kernels
 from .._kernels.labelings import CHAIN
-from .base import SequenceStructure
+from .base import SequenceStructure, unique_labels
 
 
 class ChainCRF(SequenceStructure):
@@ -72,8 +72,12 @@ class ChainCRF(SequenceStructure):
         return 3 if self.bias else 0
 
     def _fit_labels(self, Y):
+        for name in ("bias", "normalize_loss"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"ChainCRF's {name} must be True or False, got "
+                                 f"{getattr(self, name)!r}.")
         seqs = [np.asarray(y).ravel() for y in Y]
-        classes = self._label_set(np.unique(np.concatenate(seqs)))
+        classes = self._label_set(unique_labels(np.concatenate(seqs)))
         if len(classes) < 2:
             raise ValueError(f"ChainCRF needs at least 2 classes in Y, got {len(classes)}: "
                              f"{list(classes)}.")

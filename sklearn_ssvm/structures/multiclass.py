@@ -2,7 +2,7 @@
 import numpy as np
 
 from .._kernels.labelings import MULTICLASS
-from .base import FlatStructure
+from .base import FlatStructure, unique_labels
 
 
 class MulticlassSVM(FlatStructure):
@@ -44,7 +44,7 @@ class MulticlassSVM(FlatStructure):
         Y = np.asarray(Y)
         if Y.ndim != 1:
             raise ValueError(f"y must be 1-D, got shape {Y.shape}.")
-        classes = self._label_set(np.unique(Y))
+        classes = self._label_set(unique_labels(Y))
         self._check_classes(classes)
         self.classes_ = classes
 

@@ -67,6 +67,8 @@ class MultiLabel(FlatStructure):
             raise ValueError(f"pairwise must be None, 'tree' or 'full', got {self.pairwise!r}.")
         Y = self._check_Y(Y)
         K = Y.shape[1]
+        if K == 0:
+            raise ValueError("Y has no label columns: MultiLabel needs at least one label.")
         if self.pairwise == "full" and K > MAX_FULL_LABELS:
             raise ValueError(f"pairwise='full' uses an exhaustive oracle over 2**n_labels "
                              f"labelings; at most {MAX_FULL_LABELS} labels, got {K}. Use "

@@ -1,4 +1,4 @@
-"""Warm starts refuse incompatible data before touching the fitted model (issue: a BCFW warm
+"""Reliability: warm starts refuse incompatible data before touching the fitted model (a BCFW warm
 refit with another label set corrupted memory; a rejected Smooth/BMRM warm fit broke predict)."""
 import numpy as np
 import pytest
@@ -89,3 +89,57 @@ def test_projection_refuses_non_finite_input_instead_of_looping():
             "        else:\n"
             "            raise AssertionError('accepted')\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_validation_gaps():
+    from sklearn_ssvm import MulticlassSVM, MultiLabel
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(10, 3))
+    with pytest.raises(ValueError, match="no label columns"):
+        BCFWStructuredSVM(MultiLabel(), max_iter=2).fit(X, np.zeros((10, 0), int))
+    with pytest.raises(ValueError, match="real numbers, got dtype complex"):
+        BCFWStructuredSVM(MulticlassSVM(), max_iter=2).fit(X + 1j, np.arange(10) % 2)
+    with pytest.raises(ValueError, match="0 features"):
+        BCFWStructuredSVM(MulticlassSVM(), max_iter=2).fit(np.zeros((10, 0)), np.arange(10) % 2)
+    Xs, Ys = data()
+    with pytest.raises(ValueError, match="real numbers, got dtype complex"):
+        BCFWStructuredSVM(ChainCRF(), max_iter=2).fit([x + 1j for x in Xs], Ys)
+
+
+def test_parameter_validation():
+    X, Y = data()
+    with pytest.raises(ValueError, match="bias must be True or False"):
+        BCFWStructuredSVM(ChainCRF(bias="yes"), max_iter=2).fit(X, Y)
+    with pytest.raises(ValueError, match="n_jobs"):
+        BCFWStructuredSVM(ChainCRF(), n_jobs=0, max_iter=2).fit(X, Y)
+
+
+@pytest.mark.parametrize("bad, message", [(None, "contains None"), (np.nan, "contains NaN"),
+                                          ("a", "mixes label types")])
+def test_label_values_are_checked(bad, message):
+    from sklearn_ssvm import MulticlassSVM
+
+    X, Y = data()
+    Y = [y.astype(object) for y in Y]
+    Y[2][1] = bad
+    with pytest.raises(ValueError, match=message):
+        BCFWStructuredSVM(ChainCRF(), max_iter=2).fit(X, Y)
+    y = np.array([0, 1] * 5, dtype=object)
+    y[3] = bad
+    with pytest.raises(ValueError, match=message):
+        BCFWStructuredSVM(MulticlassSVM(), max_iter=2).fit(np.ones((10, 2)), y)
+
+
+def test_candidate_set_score_stays_in_zero_one():
+    from sklearn_ssvm import CandidateSet
+
+    rng = np.random.default_rng(5)
+    X = [rng.normal(size=(4, 3)) for _ in range(12)]
+    Y = [np.r_[0.0, rng.uniform(1, 9, size=3)] for _ in range(12)]
+    est = BCFWStructuredSVM(CandidateSet(), alpha=100.0, max_iter=2).fit(X, Y)
+    pred = est.predict(X)
+    expected = 1 - np.mean([y[k] / y.max() for y, k in zip(Y, pred)])
+    assert est.score(X, Y) == pytest.approx(expected)
+    assert 0.0 <= est.score(X, Y) <= 1.0
+    assert 0.0 <= est.score(X, [np.r_[9.0, 9.0, 9.0, 0.0]] * 12) <= 1.0
