@@ -1,5 +1,6 @@
-"""Reliability: warm starts refuse incompatible data before touching the fitted model (a BCFW warm
-refit with another label set corrupted memory; a rejected Smooth/BMRM warm fit broke predict)."""
+"""Reliability: clear errors for bad input; warm starts refuse incompatible data before touching
+the fitted model (a BCFW warm refit with another label set corrupted memory; a rejected
+Smooth/BMRM warm fit broke predict)."""
 import numpy as np
 import pytest
 
@@ -143,3 +144,15 @@ def test_candidate_set_score_stays_in_zero_one():
     assert est.score(X, Y) == pytest.approx(expected)
     assert 0.0 <= est.score(X, Y) <= 1.0
     assert 0.0 <= est.score(X, [np.r_[9.0, 9.0, 9.0, 0.0]] * 12) <= 1.0
+
+
+def test_overflowing_features_are_refused_before_fitting():
+    """Features of 1e154 gave NaN/inf duality gaps: their squares overflow."""
+    from sklearn_ssvm import MulticlassSVM
+
+    X, Y = data()
+    for make in ESTIMATORS:
+        with pytest.raises(ValueError, match="squares overflow"):
+            make().fit([x * 1e154 for x in X], Y)
+    with pytest.raises(ValueError, match="squares overflow"):
+        BCFWStructuredSVM(MulticlassSVM(), max_iter=2).fit(np.full((4, 2), 1e160), [0, 1, 0, 1])

@@ -71,6 +71,10 @@ class StructuredEstimator(BaseEstimator):
                              f"'sgd').")
         alpha = self._default_alpha(problem) if self.alpha is None else float(self.alpha)
         fitted = self._solve(problem, alpha, self if warm else None, **fit_params)
+        if not np.all(np.isfinite(fitted["coef_"])):  # refused before any attribute changes
+            raise ValueError(f"{type(self).__name__} produced non-finite coefficients (an "
+                             f"overflow: features or alpha at extreme scales); rescale the "
+                             f"features or change alpha.")
         self.structure_ = structure
         self.alpha_ = alpha
         self.classes_ = structure.classes_

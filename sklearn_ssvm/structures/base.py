@@ -274,7 +274,19 @@ def check_finite_matrix(x, what):
         values = x
     if not np.all(np.isfinite(values)):
         raise ValueError(f"{what} contains NaN or infinity.")
+    _check_scale(values, what)
     return x
+
+
+#: features beyond this magnitude overflow the squared norms and scores the solvers form
+MAX_FEATURE = 1e150
+
+
+def _check_scale(values, what):
+    largest = np.max(np.abs(values)) if values.size else 0.0
+    if largest > MAX_FEATURE:
+        raise ValueError(f"{what} has values up to {largest:.3g}: beyond {MAX_FEATURE:g} their "
+                         f"squares overflow; rescale the features.")
 
 
 def stack_csr(blocks, n_features):
@@ -622,6 +634,7 @@ class FlatStructure(StructuredModel):
             bad = np.flatnonzero(~np.all(np.isfinite(X), axis=1))
         if len(bad):
             raise ValueError(f"X contains NaN or infinity (example {bad[0]}).")
+        _check_scale(X.data if sp.issparse(X) else X, "X")
         if fitting:
             self.n_features_in_ = X.shape[1]
         self._check_n_features(X.shape[1], None)
