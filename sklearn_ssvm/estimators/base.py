@@ -97,6 +97,11 @@ class StructuredEstimator(BaseEstimator):
         """Whether the solver takes problems with Python oracles (``GraphProblem``)."""
         return False
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # every structure takes sparse features
+        return tags
+
     def _check_warm_start(self, structure):
         """Refuse, before any fitted attribute changes, a warm start whose structure, label set
         or feature count differs from the previous fit's (the solver's state indexes them)."""
@@ -174,12 +179,13 @@ class StructuredEstimator(BaseEstimator):
         check_is_fitted(self, "coef_")
         return self.structure_.pack(X, Y)
 
-    def score(self, X, Y):
+    def score(self, X, y):
         """``1 - mean task loss``, each in [0, 1]: mean per-sequence token accuracy for chains
         (also with ``ChainCRF(normalize_loss=False)``), accuracy for classifiers. A label never
-        seen in fit counts as a wrong prediction."""
+        seen in fit counts as a wrong prediction. ``y``: the labelings, as ``Y`` in ``fit``
+        (scikit-learn's name for the argument)."""
         check_is_fitted(self, "coef_")
-        problem, score = self.structure_.prediction_scorer(X, Y)
+        problem, score = self.structure_.prediction_scorer(X, y)
         y_pred, _, _, _ = problem.run_oracle(self.coef_, False)
         return score(y_pred)
 

@@ -416,12 +416,13 @@ class SmoothSSVMClassifier(StructuredEstimator):
         self.structure_.pack(X)  # validates X
         return np.array([float(np.max(self.feature_map_.scores(x, self.coef_))) for x in X])
 
-    def score(self, X, Y):
+    def score(self, X, y):
         """``1 - mean task loss`` of the predictions, in [0, 1]."""
         if getattr(self, "feature_map_", None) is None:
-            return super().score(X, Y)
+            return super().score(X, y)
         y_pred = self.predict(X)  # each example's loss over its largest, as without the map
-        losses = [np.asarray(y, float)[k] / max(np.max(y), 1e-300) for y, k in zip(Y, y_pred)]
+        losses = [np.asarray(yi, float)[k] / max(np.max(yi), 1e-300)
+                  for yi, k in zip(y, y_pred)]
         return 1.0 - float(np.mean(losses))
 
     def objective(self, X, Y):

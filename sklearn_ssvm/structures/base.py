@@ -264,6 +264,8 @@ def check_finite_matrix(x, what):
     """Return ``x`` as CSR float64, raising a ValueError naming ``what`` on NaN or inf, and on
     complex or non-numeric values (numpy would drop imaginary parts with only a warning)."""
     dtype = x.dtype if sp.issparse(x) else np.asarray(x).dtype
+    if dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {what} has dtype {dtype}.")
     if dtype.kind not in "biuf":
         raise ValueError(f"{what} must hold real numbers, got dtype {dtype}.")
     if sp.issparse(x):
@@ -367,10 +369,13 @@ class StructuredModel(BaseEstimator):
         return np.zeros(0)
 
     def _check_n_features(self, n_features, i):
-        if n_features != self.n_features_in_:
-            raise ValueError(f"X has {n_features} features, but the structure was fitted with "
-                             f"{self.n_features_in_} features." if i is None else f"Example {i} has {n_features} features, but the structure was "
-                             f"fitted with {self.n_features_in_} features.")
+        if n_features == self.n_features_in_:
+            return
+        if i is None:  # scikit-learn's wording
+            raise ValueError(f"X has {n_features} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
+        raise ValueError(f"Example {i} has {n_features} features, but the structure was fitted "
+                         f"with {self.n_features_in_} features.")
 
     def _label_set(self, seen):
         """``classes_``: the declared ``labels`` (which must hold every label seen in ``Y``) or,
@@ -615,16 +620,21 @@ class FlatStructure(StructuredModel):
     def _token_matrix(self, X, fitting):
         if not sp.issparse(X):
             X = np.asarray(X)
-            if X.dtype == object:
-                raise ValueError("X must be a 2-D numeric array or sparse matrix.")
+            if X.dtype == object:  # numbers stored as objects convert; anything else raises
+                X = np.asarray(X, dtype=np.float64)
+        if X.dtype.kind == "c":
+            raise ValueError(f"Complex data not supported: X has dtype {X.dtype}.")
         if X.dtype.kind not in "biuf":
             raise ValueError(f"X must hold real numbers, got dtype {X.dtype}.")
         if X.ndim != 2:
-            raise ValueError(f"X must be 2-D (n_samples, n_features), got {X.ndim} dimensions.")
+            raise ValueError(f"X must be 2-D (n_samples, n_features), got {X.ndim} dimensions. "
+                             f"Reshape your data (X.reshape(-1, 1) for one feature, "
+                             f"X.reshape(1, -1) for one sample).")
         if X.shape[0] == 0:
             raise ValueError("X contains no samples.")
         if X.shape[1] == 0:
-            raise ValueError("X has 0 features: at least one is needed.")
+            raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum "
+                             f"of 1 is required.")
         if sp.issparse(X):
             X = X.tocsr()
             rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))

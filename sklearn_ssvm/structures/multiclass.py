@@ -38,7 +38,7 @@ class MulticlassSVM(FlatStructure):
     def _check_classes(self, classes):
         if len(classes) < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 classes in y, got "
-                             f"{len(classes)}: {list(classes)}.")
+                             f"{len(classes)} class: {classes.tolist()}.")
 
     def _fit_labels(self, Y):
         Y = np.asarray(Y)
