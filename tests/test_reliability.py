@@ -171,3 +171,17 @@ def test_scikit_learn_common_checks(make):
               if r["status"] == "failed"]
     assert not failed
     assert sum(r["status"] == "passed" for r in results) >= 35
+
+
+@pytest.mark.parametrize("solver", ["pragam", "agm-primal", "agm-dual"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_pragam_on_all_zero_features(solver, fit_intercept):
+    """A zero Lipschitz constant (all-zero or underflowing X) divided by zero before."""
+    from sklearn_ssvm import PragamSVC
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    for scale in (0.0, 1e-300):
+        est = PragamSVC(solver=solver, fit_intercept=fit_intercept).fit(X * scale, y)
+        assert np.all(np.isfinite(est.coef_)) and 0 <= est.score(X * scale, y) <= 1

@@ -35,7 +35,7 @@ from .._kernels.pragam import hinge_objective, project_q2_into
 from .._kernels.smoothed import ENTROPY
 from ..penalties import ElasticNet, as_penalty
 from ._common import Clock, numba_threads, progress_bar
-from .pragam import sigma_max_sq
+from .pragam import LIPSCHITZ_FLOOR, sigma_max_sq
 from .smooth import Smoothing, full_gradient
 
 MEMORIES = ("inf", "1")
@@ -222,7 +222,7 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
     image_x = image_z = oracle.image(x)
     state = (None, None, None) if memory == "inf" else (None, None)
     by_avg = None
-    L = oracle.lipschitz0 * gamma_d  # the first trial is the estimate itself
+    L = max(oracle.lipschitz0, LIPSCHITZ_FLOOR) * gamma_d  # the first trial: the estimate
     best = dict(primal=np.inf, dual=-np.inf, coef=None, intercept=0.0, dual_coef=None)
     clock = Clock()
     history = []

@@ -25,6 +25,9 @@ from ._common import Clock
 #: factor on the power-iteration estimate of sigma_max(X)^2: the Rayleigh quotient approaches
 #: it from below, and an underestimated L voids the bound of eq. (26) (spec 003 §2.4)
 LIPSCHITZ_SAFETY = 1.01
+#: the least Lipschitz constant the solvers step with: all-zero (or underflowing) features give
+#: 0, whose 1/L steps would divide by zero; a larger L only shortens a step, and 1/L stays finite
+LIPSCHITZ_FLOOR = 1e-150
 
 #: most iterations per call of the compiled loop (the verbose report and time-stamp interval)
 MAX_CHUNK = 256
@@ -61,7 +64,8 @@ def frobenius_sq(X):
 
 def lipschitz_constant(X, alpha):
     """``L >= sigma_max(X)^2 / lambda``, the Lipschitz constant of ``grad D`` (spec 003 §2.4)."""
-    return min(LIPSCHITZ_SAFETY * sigma_max_sq(X), frobenius_sq(X)) / alpha
+    return max(min(LIPSCHITZ_SAFETY * sigma_max_sq(X), frobenius_sq(X)) / alpha,
+               LIPSCHITZ_FLOOR)
 
 
 def min_bias(margins, y):
