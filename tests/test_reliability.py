@@ -185,3 +185,18 @@ def test_pragam_on_all_zero_features(solver, fit_intercept):
     for scale in (0.0, 1e-300):
         est = PragamSVC(solver=solver, fit_intercept=fit_intercept).fit(X * scale, y)
         assert np.all(np.isfinite(est.coef_)) and 0 <= est.score(X * scale, y) <= 1
+
+
+def test_agm_dual_with_a_tiny_alpha():
+    """alpha = 1e-300 overflowed the AGM step-size root ((s + 2 lam)^2 with s ~ L ~ 1e300)."""
+    import warnings
+
+    from sklearn_ssvm import PragamSVC
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with warnings.catch_warnings():  # a ConvergenceWarning at this alpha is expected
+        warnings.simplefilter("ignore")
+        est = PragamSVC(solver="agm-dual", alpha=1e-300, max_iter=50).fit(X, y)
+    assert np.all(np.isfinite(est.coef_)) and est.score(X, y) >= 0.9

@@ -127,7 +127,9 @@ def _ef_inf_trial(oracle, x, z, image_x, image_z, state, L):
         s_new = L
     else:
         # step 5 divided by A_k^2, r = a_{k+1}/A_k: L r^2 = (s + 2 lam) r + s + lam
-        r = ((s + 2 * lam) + np.sqrt((s + 2 * lam) ** 2 + 4 * L * (s + lam))) / (2 * L)
+        # the root in units of L: (s + 2 lam)^2 overflows once s ~ L ~ 1e154 (tiny alphas)
+        b, c = (s + 2 * lam) / L, (s + lam) / L
+        r = 0.5 * (b + np.sqrt(b * b + 4 * c))
         theta = r / (1.0 + r)  # a_{k+1} / A_{k+1}
         s_new = s / (1.0 + r)
         # weight of z_k in u_{k+1} (step 6 with tau_1 = A_k (s + lam), tau_3 = lam A_k theta)
