@@ -109,13 +109,19 @@ class ElasticNet:
         more curvature (AGM's model step, spec 001 Assumption 2)."""
         return soft_threshold(q if self.p is None else q + self.p, self.l1) / (c + self.c)
 
+    def least_norm_subgradient(self, w, grad):
+        """The least-norm element of ``grad + c w - p + l1 d||w||_1`` (``grad`` a (sub)gradient
+        of the loss part at ``w``): the gradient itself without an l1 part."""
+        g = grad + self.c * w - self.linear(w)
+        if not self.l1 > 0:
+            return g
+        return np.where(w != 0, g + self.l1 * np.sign(w), soft_threshold(g, self.l1))
+
     def subgradient_distance(self, w, grad):
         """Largest violation of the optimality condition ``0 in grad + c w - p + l1 d||w||_1``
-        (``grad`` a (sub)gradient of the loss part at ``w``): 0 at the minimiser of
+        (the largest entry of :meth:`least_norm_subgradient`): 0 at the minimiser of
         ``loss + r`` when the loss is differentiable there."""
-        g = grad + self.c * w - self.linear(w)
-        return float(np.max(np.where(w != 0, np.abs(g + self.l1 * np.sign(w)),
-                                     np.maximum(np.abs(g) - self.l1, 0.0)), initial=0.0))
+        return float(np.max(np.abs(self.least_norm_subgradient(w, grad)), initial=0.0))
 
 
 def as_penalty(alpha):

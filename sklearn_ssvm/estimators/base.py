@@ -59,9 +59,13 @@ class StructuredEstimator(BaseEstimator):
         self
         """
         self._validate_params()
-        warm = self.warm_start and self._warm_startable()
         structure = clone(self.structure)  # never self.structure_: a failed fit keeps it
-        problem = structure.prepare(X, Y)
+        return self._fit_prepared(structure, structure.prepare(X, Y), X, Y, **fit_params)
+
+    def _fit_prepared(self, structure, problem, X, Y, **fit_params):
+        """``fit`` on the examples ``structure.prepare(X, Y)`` packed as ``problem`` (the CV
+        estimators pack each fold once for all its alphas)."""
+        warm = self.warm_start and self._warm_startable()
         if warm:
             self._check_warm_start(structure)
         if getattr(problem, "dense_oracles", False) and not self._takes_dense_oracles():
@@ -70,7 +74,8 @@ class StructuredEstimator(BaseEstimator):
                              f"with SmoothSSVMClassifier(solver='casimir-svrg', 'svrg' or "
                              f"'sgd').")
         alpha = self._default_alpha(problem) if self.alpha is None else float(self.alpha)
-        fitted = self._solve(problem, alpha, self if warm else None, **fit_params)
+        fitted = self._solve(problem, alpha, self if warm else None,
+                             **self._solver_inputs(X, Y), **fit_params)
         if not np.all(np.isfinite(fitted["coef_"])):  # refused before any attribute changes
             raise ValueError(f"{type(self).__name__} produced non-finite coefficients (an "
                              f"overflow: features or alpha at extreme scales); rescale the "
@@ -83,6 +88,10 @@ class StructuredEstimator(BaseEstimator):
             setattr(self, name, value)
         self.n_nonzero_coef_ = int(np.count_nonzero(self.coef_))
         return self
+
+    def _solver_inputs(self, X, Y):
+        """What the solver takes besides the packed examples (the raw ones, for some)."""
+        return {}
 
     def _default_alpha(self, problem):
         """``alpha=None``: ``1 / n_samples`` (``LinearSVC``'s ``C = 1`` for binary SVMs)."""

@@ -23,13 +23,16 @@ CV_PARAMS = ("alphas", "l1_ratios", "cv", "scoring", "refit")
 
 def _fold_scores(estimator, X, Y, train, test, alphas, scorer):
     """Scores on ``test`` of fits on ``train`` along ``alphas`` (descending), each fit
-    warm-started from the previous one."""
-    est = clone(estimator).set_params(warm_start=True)
+    warm-started from the previous one, the training examples packed once."""
+    est = estimator.set_params(warm_start=True)  # a clone of its own (see fit)
+    est._validate_params()
     X_train, Y_train = _take(X, train), _take(Y, train)
     X_test, Y_test = _take(X, test), _take(Y, test)
+    structure = clone(est.structure)
+    problem = structure.prepare(X_train, Y_train)
     scores = []
     for alpha in alphas:
-        est.set_params(alpha=float(alpha)).fit(X_train, Y_train)
+        est.set_params(alpha=float(alpha))._fit_prepared(structure, problem, X_train, Y_train)
         scores.append(est.score(X_test, Y_test) if scorer is None
                       else scorer(est, X_test, Y_test))
     return scores
@@ -97,8 +100,8 @@ class _CrossValidated:
         results["rank_test_score"] = np.empty(order.size, dtype=int)
         results["rank_test_score"][order] = np.arange(1, order.size + 1)
         if self.refit:
-            best = clone(self._wrapped()).set_params(alpha=float(alphas[j]),
-                                                     l1_ratio=float(l1_ratios[i])).fit(X, Y)
+            best = self._wrapped().set_params(alpha=float(alphas[j]),
+                                              l1_ratio=float(l1_ratios[i])).fit(X, Y)
             for name, value in vars(best).items():
                 if name.endswith("_") and not name.startswith("_"):
                     setattr(self, name, value)

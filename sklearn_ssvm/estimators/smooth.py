@@ -272,7 +272,10 @@ class SmoothSSVMClassifier(StructuredEstimator):
         self
         """
         # a feature map scores the raw candidate sets, so they go to the solver too
-        return super().fit(X, Y, callback=callback, raw=(X, Y))
+        return super().fit(X, Y, callback=callback)
+
+    def _solver_inputs(self, X, Y):
+        return {"raw": (X, Y)}
 
     def _run(self, problem, penalty, smoothing, learning_rate, max_iter, init, seed, verbose,
              callback=None):

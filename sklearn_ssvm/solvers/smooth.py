@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..penalties import as_penalty, soft_threshold
+from ..penalties import as_penalty
 from .._kernels.batch import expected_losses, weights_from_state
 from .._kernels.penalty import soft_line_search
 from .._kernels.smoothed import NONE, TOP_K
@@ -369,15 +369,6 @@ def _base_penalty(alpha, prox):
     return penalty if prox is None else penalty.plus_prox(*prox)
 
 
-def _subgradient(penalty, w, loss_grad):
-    """The least-norm subgradient of ``loss + penalty`` at ``w`` (``loss_grad`` the loss
-    part's gradient): the gradient itself without an l1 part."""
-    grad = loss_grad + penalty.c * w - penalty.linear(w)
-    if not penalty.l1 > 0:
-        return grad
-    return np.where(w != 0, grad + penalty.l1 * np.sign(w), soft_threshold(grad, penalty.l1))
-
-
 def casimir_svrg(problem, alpha, smoothing, *, learning_rate, mu_schedule="expo", kappa=None,
                  kappa_schedule="const", warm_start="prox-center", scale_steps=True,
                  inner_epochs=1, inner_test=False, max_iter=50, tol=0.0, warmup=0, prox=None,
@@ -457,7 +448,7 @@ def casimir_svrg(problem, alpha, smoothing, *, learning_rate, mu_schedule="expo"
             if inner_test:
                 snap = full_gradient(problem, w, smoothing_k)
                 # F_{mu,kappa} - min <= ||least-norm subgradient||^2 / (2 (lambda + kappa))
-                grad = _subgradient(penalty, w, snap.grad)
+                grad = penalty.least_norm_subgradient(w, snap.grad)
                 if stopping_test(grad @ grad, base.c, kappa_k,
                                  delta_schedule(base.c, kappa_k, k), np.sum((w - z) ** 2)):
                     break

@@ -132,7 +132,7 @@ class ChainCRF(SequenceStructure):
         problem = self.pack(X)
         W, theta = problem.split_coef(np.asarray(coef, float))
         unary = np.asarray(problem.token_matrix() @ W)
-        trans = np.ascontiguousarray(self.transition_table(coef))
+        trans = np.ascontiguousarray(theta.reshape(len(self.classes_), len(self.classes_)))
         tok = problem.tok_offsets
         return [chain_kernels.forward_backward(np.ascontiguousarray(unary[tok[i]:tok[i + 1]]),
                                                trans, float(temperature))[1]
