@@ -202,7 +202,8 @@ def main():
     n = problem.n_samples
     rng = np.random.default_rng(0)
     # weights of a trained model, so that scores look like real ones
-    est = BCFWStructuredSVM(ChainCRF(), alpha=0.01, max_iter=10, random_state=0).fit(X, Y)
+    est = BCFWStructuredSVM(ChainCRF(), alpha=0.01, max_iter=10, random_state=0,
+                            warm_start=True).fit(X, Y)  # keeps its dual state
     coef = est.coef_
     ocr = oracle_figures("OCR-large", "word", problem, coef, args.repeats)
     if args.data.exists():

@@ -248,7 +248,8 @@ def _solver_settings(estimator):
         raise ValueError("Regularization paths with an l1 penalty (l1_ratio > 0) are not "
                          "implemented: Alg. 6 and Prop. 1 are the L2 penalty's (spec 002 §8).")
     return {name: getattr(estimator, name)
-            for name in ("max_iter", "gap_check", "sampling", "step", "cache", "cache_size")}
+            for name in ("max_iter", "gap_check", "sampling", "step", "cache", "cache_size",
+                         "max_active")}
 
 
 def _uses_atoms(settings):
@@ -560,8 +561,8 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
     estimator : BCFWStructuredSVM
         Supplies ``structure`` (cloned, then fitted on ``X, Y``) and the solver settings
         ``max_iter``, ``gap_check``, ``sampling``, ``random_state`` and, if it has them,
-        ``step``, ``cache`` and ``cache_size`` (active sets and caches are carried from one
-        breakpoint to the next, rescaled by Prop. 1). Its ``alpha``, ``tol`` and ``averaging``
+        ``step``, ``cache``, ``cache_size`` and ``max_active`` (active sets and caches are
+        carried from one breakpoint to the next, rescaled by Prop. 1). Its ``alpha``, ``tol`` and ``averaging``
         are ignored: the path certifies the last iterate. Box constraints (``coef_bounds``)
         and the elastic net (``l1_ratio > 0``) are not supported.
     X, Y
@@ -708,7 +709,8 @@ def _vertex_atoms(problem, labels, settings):
     and the oracle cache."""
     from .solvers import bcfw as solver  # only solvers with active sets get here
 
-    capacity = settings.get("cache_size", 50) if settings.get("cache", False) else 8
+    capacity = settings.get("cache_size", 50) if settings.get("cache", False) else min(
+        8, settings.get("max_active") or 8)
     atoms = solver.ActiveSets.at_labels(problem, capacity=capacity)
     atoms.labels[:, 0] = labels
     return atoms
@@ -743,7 +745,7 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
     ----------
     estimator : BCFWStructuredSVM
         Supplies ``structure`` and ``max_iter``, ``gap_check``, ``sampling``, ``random_state``
-        (and ``step``, ``cache``, ``cache_size`` if it has them).
+        (and ``step``, ``cache``, ``cache_size``, ``max_active`` if it has them).
     X, Y
         Training data.
     alphas : array-like, default=2.0 ** np.arange(15, -16, -1)

@@ -4,6 +4,7 @@ from dataclasses import astuple
 import numpy as np
 import pytest
 from scipy.optimize import minimize
+from sklearn.base import clone
 from sklearn.svm import LinearSVC
 
 from sklearn_ssvm import BCFWStructuredSVM, BinarySVM, ChainCRF, MulticlassSVM, MultiLabel
@@ -297,7 +298,10 @@ def test_gap_sampling_needs_fewer_passes_than_uniform():
 
 @pytest.mark.parametrize("step", ["pairwise", "away"])
 @pytest.mark.parametrize("data", ["random", "ocr"])
-def test_active_sets_stay_consistent(step, data):
+@pytest.mark.parametrize("room", [64, 2])
+def test_active_sets_stay_consistent(step, data, room):
+    """With room 2 the store is at its cap (``drop_when_full``): corners replace the lightest
+    atom, and the bookkeeping must hold all the same."""
     from sklearn_ssvm._kernels.bcfw import AWAY, PAIRWISE, bcfw_pass, state_from_atoms
     from sklearn_ssvm.datasets import load_ocr_letters
     from sklearn_ssvm.solvers.bcfw import ActiveSets, DualState
@@ -310,7 +314,8 @@ def test_active_sets_stay_consistent(step, data):
     problem = ChainCRF().prepare(X, Y)
     n, alpha = problem.n_samples, 0.01
     state = DualState.at_labels(problem)
-    atoms = ActiveSets.at_labels(problem, capacity=64)
+    atoms = ActiveSets.at_labels(problem, capacity=room)
+    capped = room < 64
     coef = np.zeros(problem.n_params)
     W, theta = problem.split_coef(coef)
     gram, gram_off = problem.gram
@@ -323,7 +328,7 @@ def test_active_sets_stay_consistent(step, data):
                                   rng.integers(0, n, size=n), 0, n, np.zeros(0), False, -1.0,
                                   estimates, PAIRWISE if step == "pairwise" else AWAY,
                                   atoms.labels, atoms.weights, atoms.count, False, 0.0, 0.0, 0,
-                                  *no_avg.arrays())
+                                  *no_avg.arrays(), 0.0, capped)
         assert done == n and not full
         duals.append(state.ell_blocks.sum() - 0.5 * alpha * coef @ coef)
         for i in range(n):
@@ -341,8 +346,39 @@ def test_active_sets_stay_consistent(step, data):
         np.testing.assert_allclose(rebuilt.Q, state.Q, atol=1e-12)
         np.testing.assert_allclose(rebuilt.ell_blocks, state.ell_blocks, atol=1e-14)
         np.testing.assert_allclose(weights(problem, state, alpha), coef, atol=1e-10)
-    assert np.all(np.diff(duals) >= -1e-12)  # every step is an exact line search on f
-    assert atoms.count.max() > 1
+    if not capped:  # every step is an exact line search on f (a forced drop is not)
+        assert np.all(np.diff(duals) >= -1e-12)
+    assert atoms.count.max() == (2 if capped else atoms.count.max()) and atoms.count.max() > 1
+
+
+@pytest.mark.parametrize("step", ["pairwise", "away"])
+@pytest.mark.parametrize("cache", [False, True])
+def test_capped_active_sets_reach_the_qp_optimum(step, cache):
+    """``max_active`` bounds the store; drop steps at the cap keep the dual feasible, so the
+    certified gap still closes on the QP's optimum."""
+    rng = np.random.default_rng(5)
+    X, Y = chain_data(rng, n=6, n_features=2, n_labels=3, max_len=4)
+    alpha = 0.02
+    problem = ChainCRF().prepare(X, Y)
+    free = bcfw(problem, alpha, max_iter=4000, tol=1e-6, step=step, random_state=0)
+    # the optimum needs 4 atoms in one block; on the way there blocks hold more
+    capped = bcfw(problem, alpha, max_iter=4000, tol=1e-6, step=step, cache=cache,
+                  cache_size=4, max_active=4, random_state=0)
+    assert capped.active_sets.room == 4 and capped.active_sets.count.max() == 4
+    if not cache:  # the cap bound: drop steps changed the run
+        assert [h.get("gap") for h in capped.history] != [h.get("gap") for h in free.history]
+    assert capped.converged and capped.certificate.gap <= 1e-6
+    est = BCFWStructuredSVM(ChainCRF(), alpha=alpha, max_iter=1, tol=0.0).fit(X, Y)
+    p_star = qp_chain_optimum(est.structure_, X, Y, alpha)
+    assert p_star <= capped.certificate.primal <= p_star + 1e-6
+    assert p_star <= free.certificate.primal <= p_star + 1e-6
+
+
+def test_max_active_is_validated():
+    rng = np.random.default_rng(5)
+    X, Y = chain_data(rng, n=4)
+    with pytest.raises(ValueError, match="max_active"):
+        BCFWStructuredSVM(ChainCRF(), step="pairwise", max_active=0).fit(X, Y)
 
 
 @pytest.mark.parametrize("step", ["pairwise", "away"])
@@ -437,7 +473,8 @@ def test_cache_hits_save_oracle_calls_and_keep_the_optimum(step):
     X, Y = chain_data(rng, n=6, n_features=2, n_labels=2, max_len=3)
     alpha = 0.2
     est = BCFWStructuredSVM(ChainCRF(), alpha=alpha, max_iter=3000, tol=1e-4, step=step,
-                            cache=True, cache_size=3, random_state=0).fit(X, Y)
+                            cache=True, cache_size=3, random_state=0,
+                            warm_start=True).fit(X, Y)  # keeps the atoms
     p_star = qp_chain_optimum(est.structure_, X, Y, alpha)
     assert est.converged_ and est.n_cache_hits_ > 0
     assert est.dual_objective_ <= p_star + 1e-9 <= est.primal_objective_ + 2e-9
@@ -714,3 +751,20 @@ def test_prefetch_accepts_contiguous_arrays_only():
 
     with pytest.raises(numba.core.errors.TypingError):
         strided(np.arange(10.0))
+
+
+def test_dual_state_is_kept_and_pickled_only_for_warm_starts():
+    import pickle
+    rng = np.random.default_rng(3)
+    X, Y = chain_data(rng, n=30)
+    lean = BCFWStructuredSVM(ChainCRF(), max_iter=5, step="pairwise", random_state=0).fit(X, Y)
+    warm = clone(lean).set_params(warm_start=True).fit(X, Y)
+    assert lean.dual_state_ is None and lean.active_sets_ is None
+    assert warm.dual_state_ is not None and warm.active_sets_ is not None
+    np.testing.assert_array_equal(lean.coef_, warm.coef_)
+    assert len(pickle.dumps(lean)) < len(pickle.dumps(warm))
+    # a lean model refits from scratch even when warm_start is switched on afterwards
+    refit = lean.set_params(warm_start=True).fit(X, Y)
+    np.testing.assert_array_equal(refit.coef_, warm.coef_)
+    resumed = pickle.loads(pickle.dumps(warm)).set_params(max_iter=1).fit(X, Y)
+    assert resumed.dual_objective_ >= warm.dual_objective_ - 1e-12

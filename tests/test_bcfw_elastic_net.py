@@ -272,7 +272,7 @@ def test_kkt_at_the_solution():
     X, Y = chain_data(rng, n=6, n_features=3, n_labels=2)
     penalty = ElasticNet.from_alpha(1.0, 0.3)
     est = BCFWStructuredSVM(ChainCRF(), alpha=1.0, l1_ratio=0.3, step="pairwise", tol=1e-12,
-                            max_iter=50000, random_state=0).fit(X, Y)
+                            max_iter=50000, random_state=0, warm_start=True).fit(X, Y)
     structure, atoms, w = est.structure_, est.active_sets_, est.coef_
     n = len(X)
     problem = structure.prepare(X, Y)

@@ -97,6 +97,19 @@ def _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s, away, may_
     return k, away
 
 
+@njit(cache=True, nogil=True)
+def _lightest_active(atom_w, atom_n, i):
+    """Index of block ``i``'s atom with the smallest positive weight, or -1 if one is inactive
+    (its slot is free to evict)."""
+    lightest = -1
+    for k in range(atom_n[i]):
+        if atom_w[i, k] <= 0.0:
+            return -1
+        if lightest < 0 or atom_w[i, k] < atom_w[i, lightest]:
+            lightest = k
+    return lightest
+
+
 #: weight matrices of more doubles than this (1 MB) get their rows prefetched a step ahead
 LARGE_WEIGHTS = 1 << 17
 
@@ -241,7 +254,8 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
               gram_off, W, theta, Wc, theta_c, lower_W, upper_W, lower_theta, upper_theta, M, Q,
               ell_blocks, lam, first_blocks, start, n_steps, uniforms,
               gap_sampling, exit_below, gap_estimates, step_type, atom_y, atom_w, atom_n,
-              use_cache, cache_F, cache_min_gap, step0, VM, VQ, Vell, kappa=0.0):
+              use_cache, cache_F, cache_min_gap, step0, VM, VQ, Vell, kappa=0.0,
+              drop_when_full=False):
     """Steps ``start .. n_steps - 1`` of a pass, one block each, with exact line searches.
 
     The blocks are ``first_blocks`` in order, then (``gap_sampling``) blocks drawn with
@@ -281,7 +295,12 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
 
     Returns ``(steps_done, needs_room, cache_hits)``: ``needs_room`` is True when a block's atom
     store is full of active atoms and step ``steps_done`` could not be made; grow
-    ``atom_y``/``atom_w`` and call again with ``start = steps_done``.
+    ``atom_y``/``atom_w`` and call again with ``start = steps_done``. With ``drop_when_full``
+    (the store is at its cap) that step is made instead by moving the whole weight of the
+    block's lightest atom to the oracle's corner, which takes its slot: a pairwise step with
+    ``gamma = gamma_max``, the drop step of spec 002 §10.3. It is a descent direction (the
+    corner maximises ``H_i``); the objective can rise only when the lightest weight exceeds
+    twice the line search's step, and the dual point stays feasible, so certificates hold.
     """
     n = tok_off.shape[0] - 1
     C = W.shape[1]
@@ -406,7 +425,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             if use_cache and k_star < 0:  # every oracle answer enters the cache
                 k_star, away = _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s,
                                             away, step_type == FW)
-                if k_star < 0:
+                if k_star < 0 and not drop_when_full:
                     return b, True, n_hits
         # the sampler is final for this step: draw the next block now (the draw the next step
         # would make) and fetch its data while this step updates
@@ -428,6 +447,13 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             if away_step:
                 numerator = away_gap
                 gamma_max = atom_w[i, away] / (1.0 - atom_w[i, away])
+        # the corner must join a store full of active atoms at its cap: it takes the place of
+        # the lightest atom, whose whole weight moves to it (a forced pairwise drop step)
+        replace = (drop_when_full and keep_atoms and k_star < 0 and not away_step
+                   and atom_n[i] == cap and _lightest_active(atom_w, atom_n, i) >= 0)
+        if replace:
+            pairwise = True
+            away = _lightest_active(atom_w, atom_n, i)
         if pairwise:
             if away < 0 or k_star == away:  # the corner is the away atom: nothing to move
                 continue
@@ -461,9 +487,13 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
                 for j in range(p):
                     quad += dq[j] * dq[j]
             gamma = gamma_max if quad <= 0.0 else min(gamma_max, numerator * lam_n * n / quad)
+        if replace:
+            gamma = gamma_max
         if gamma <= 0.0:
             continue
-        if keep_atoms and k_star < 0 and not away_step:  # the corner joins the active set
+        if replace:
+            k_star = away
+        elif keep_atoms and k_star < 0 and not away_step:  # the corner joins the active set
             k_star, away = _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s,
                                         away, False)
             if k_star < 0:
@@ -510,7 +540,10 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             continue
         # the atoms' weights follow the step (spec 002 §4, §10.3 pitfall 3); atoms whose
         # weight reaches 0 stay as cached corners with a cache, else they are dropped
-        if pairwise:
+        if replace:  # the corner takes the slot, and the weight, of the dropped atom
+            atom_y[n0:n1, k_star] = ys
+            dropped = -1
+        elif pairwise:
             atom_w[i, k_star] += gamma
             atom_w[i, away] -= gamma
             dropped = away if gamma >= gamma_max else -1

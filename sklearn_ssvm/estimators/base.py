@@ -1,13 +1,16 @@
 """What every structured estimator shares: fitted-structure handling, predict and score."""
+import warnings
 from numbers import Integral, Real
 
 import joblib
 import numpy as np
 from sklearn.base import BaseEstimator, clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from ..penalties import ElasticNet
+from ..solvers._common import interruptible
 from ..structures.base import StructuredModel
 from ..structures.graph import BinaryGraphCRF
 
@@ -19,6 +22,16 @@ def training_key(problem, features=True):
     if features:
         parts += (problem.indptr, problem.indices, problem.data)
     return joblib.hash(parts)
+
+
+def warn_interrupted(estimator):
+    """The ``ConvergenceWarning`` of a fit that Ctrl-C stopped at a safe point."""
+    gap = getattr(estimator, "duality_gap_", None)
+    gap = f", duality gap {np.max(gap):.3g}" if gap is not None and np.all(np.isfinite(gap)) \
+        else ""
+    warnings.warn(f"{type(estimator).__name__}.fit was interrupted (Ctrl-C) after "
+                  f"{estimator.n_iter_} iterations{gap}: the model is the iterate reached. "
+                  f"Fit again with warm_start=True to continue from it.", ConvergenceWarning)
 
 
 class StructuredEstimator(BaseEstimator):
@@ -74,8 +87,10 @@ class StructuredEstimator(BaseEstimator):
                              f"with SmoothSSVMClassifier(solver='casimir-svrg', 'svrg' or "
                              f"'sgd').")
         alpha = self._default_alpha(problem) if self.alpha is None else float(self.alpha)
-        fitted = self._solve(problem, alpha, self if warm else None,
-                             **self._solver_inputs(X, Y), **fit_params)
+        with interruptible() as stopped:
+            fitted = self._solve(problem, alpha, self if warm else None,
+                                 **self._solver_inputs(X, Y), **fit_params)
+            interrupted = stopped()
         if not np.all(np.isfinite(fitted["coef_"])):  # refused before any attribute changes
             raise ValueError(f"{type(self).__name__} produced non-finite coefficients (an "
                              f"overflow: features or alpha at extreme scales); rescale the "
@@ -87,6 +102,8 @@ class StructuredEstimator(BaseEstimator):
         for name, value in fitted.items():
             setattr(self, name, value)
         self.n_nonzero_coef_ = int(np.count_nonzero(self.coef_))
+        if interrupted:
+            warn_interrupted(self)
         return self
 
     def _solver_inputs(self, X, Y):

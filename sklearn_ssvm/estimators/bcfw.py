@@ -70,6 +70,13 @@ class BCFWStructuredSVM(StructuredEstimator):
     cache_size : int, default=50
         Labelings cached per example (active labelings of pairwise/away steps are never
         evicted).
+    max_active : int or None, default=64
+        Cap on the labelings an example keeps with pairwise or away steps (at least
+        ``cache_size`` with the cache): the store grows to it while some example needs room,
+        then a labeling joining a full active set replaces the lightest one, whose dual weight
+        moves to it (Osokin et al. 2016's drop step, §10.3 of the spec). Bounds the memory of
+        the active sets to ``max_active * (4 * n_tokens + 8 * n_samples)`` bytes. ``None``:
+        no cap.
     coef_bounds : None, "positive_pairwise" or (lower, upper), default=None
         Box constraints on ``coef_`` (Osokin et al. 2016, App. H): ``"positive_pairwise"``
         keeps the label-interaction weights (transitions, label-pair tables) non-negative, as
@@ -119,10 +126,13 @@ class BCFWStructuredSVM(StructuredEstimator):
     history_ : list of dict
         Per pass: ``pass``, ``oracle_calls``, ``time``, ``cpu_time``, ``gap_estimate`` (sum of
         stale block gaps) and, at exact checks, ``primal``, ``dual``, ``gap``.
-    dual_state_ : DualState
-        Label-space dual state of the last iterate (``warm_start`` continues from it).
+    dual_state_ : DualState or None
+        Label-space dual state of the last iterate, which ``warm_start`` continues from
+        (``n_tokens x n_labels`` plus ``n_samples x n_labels^2`` floats, often more than
+        ``coef_``): kept, and pickled, only with ``warm_start=True``.
     active_sets_ : ActiveSets or None
-        With pairwise or away steps, each block's labelings and their dual weights.
+        With pairwise or away steps or the cache, each block's labelings and their dual
+        weights; only with ``warm_start=True``.
     """
 
     _parameter_constraints = {
@@ -133,13 +143,14 @@ class BCFWStructuredSVM(StructuredEstimator):
         "step": [StrOptions({"fw", "pairwise", "away"})],
         "cache": ["boolean"],
         "cache_size": [Interval(Integral, 1, None, closed="left")],
+        "max_active": [None, Interval(Integral, 1, None, closed="left")],
         "coef_bounds": [None, StrOptions({"positive_pairwise"}), tuple, list],
         "averaging": ["boolean"],
     }
 
     def __init__(self, structure, alpha=None, l1_ratio=0.0, max_iter=100, tol=1e-2,
                  gap_check=10, sampling="gap", step="fw", cache=False, cache_size=50,
-                 coef_bounds=None, averaging=False, random_state=None, verbose=0,
+                 max_active=64, coef_bounds=None, averaging=False, random_state=None, verbose=0,
                  warm_start=False, n_jobs=None):
         self.structure = structure
         self.alpha = alpha
@@ -151,6 +162,7 @@ class BCFWStructuredSVM(StructuredEstimator):
         self.step = step
         self.cache = cache
         self.cache_size = cache_size
+        self.max_active = max_active
         self.coef_bounds = coef_bounds
         self.averaging = averaging
         self.random_state = random_state
@@ -164,8 +176,9 @@ class BCFWStructuredSVM(StructuredEstimator):
         return super()._default_alpha(problem)
 
     def _warm_startable(self):
-        # the dual state of a previous fit (estimators built from a path have only coef_)
-        return hasattr(self, "dual_state_")
+        # the dual state of a previous fit (kept with warm_start=True; estimators built from a
+        # path have only coef_)
+        return getattr(self, "dual_state_", None) is not None
 
     def _solve(self, problem, alpha, previous):
         rng = self.random_state
@@ -198,7 +211,7 @@ class BCFWStructuredSVM(StructuredEstimator):
         result = bcfw(problem, ElasticNet.from_alpha(alpha, self.l1_ratio),
                       max_iter=self.max_iter, tol=self.tol, gap_check=self.gap_check,
                       sampling=self.sampling, step=self.step, cache=self.cache,
-                      cache_size=self.cache_size, bounds=bounds, averaging=self.averaging,
+                      cache_size=self.cache_size, max_active=self.max_active, bounds=bounds, averaging=self.averaging,
                       random_state=seed, init=init, init_active_sets=atoms,
                       n_jobs=self.n_jobs, verbose=self.verbose)
         cert = result.certificate
@@ -206,7 +219,12 @@ class BCFWStructuredSVM(StructuredEstimator):
                     n_oracle_calls_=result.n_oracle_calls, duality_gap_=cert.gap,
                     primal_objective_=cert.primal, dual_objective_=cert.dual,
                     converged_=result.converged, history_=result.history,
-                    dual_state_=result.state,
                     n_cache_hits_=result.n_cache_hits,
-                    active_sets_=result.active_sets if self.step != "fw" or self.cache
+                    **self._dual(result))
+
+    def _dual(self, result):
+        """What a warm start continues from, kept only when it may (the lean model otherwise)."""
+        keep = self.warm_start
+        return dict(dual_state_=result.state if keep else None,
+                    active_sets_=result.active_sets if keep and (self.step != "fw" or self.cache)
                     else None)

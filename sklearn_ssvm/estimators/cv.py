@@ -12,6 +12,7 @@ from sklearn.model_selection import check_cv
 from ..metrics import get_scorer
 from ..penalties import ElasticNet
 from ..path import _take
+from ..solvers._common import interruptible
 from .bcfw import BCFWStructuredSVM
 from .smooth import SmoothSSVMClassifier
 
@@ -77,6 +78,10 @@ class _CrossValidated:
         -------
         self
         """
+        with interruptible(safe=False):  # Ctrl-C: KeyboardInterrupt, no half-scored grid
+            return self._fit(X, Y)
+
+    def _fit(self, X, Y):
         alphas, l1_ratios = self._grid()
         n = Y.shape[0] if hasattr(Y, "shape") else len(Y)
         folds = list(check_cv(self.cv).split(np.zeros((n, 1))))

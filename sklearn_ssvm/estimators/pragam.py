@@ -11,8 +11,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from ..solvers._common import interruptible, stop_requested
 from ..solvers.agm import agm
 from ..solvers.pragam import pragam
+from .base import warn_interrupted
 
 
 class PragamSVC(LinearClassifierMixin, BaseEstimator):
@@ -123,7 +125,11 @@ class PragamSVC(LinearClassifierMixin, BaseEstimator):
         """
         previous = dict(self.__dict__)
         try:  # validate_data sets n_features_in_ at once: restore it if anything fails
-            return self._fit(X, y)
+            with interruptible() as stopped:
+                self._fit(X, y)
+                if stopped():
+                    warn_interrupted(self)
+            return self
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
@@ -153,7 +159,7 @@ class PragamSVC(LinearClassifierMixin, BaseEstimator):
         results = [solve(X, np.where(y == c, 1.0, -1.0), self._duals[j] if warm else None)
                    for j, c in enumerate(positives)]
         gaps = np.array([r.gap for r in results])
-        if np.any(~(gaps <= self.tol)):
+        if np.any(~(gaps <= self.tol)) and not stop_requested():
             warnings.warn(f"{self.solver} did not reach the duality gap tol={self.tol} in "
                           f"max_iter={self.max_iter} iterations (largest gap {np.max(gaps):.3g});"
                           " increase max_iter.", ConvergenceWarning)

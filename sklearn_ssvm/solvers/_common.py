@@ -1,4 +1,6 @@
-"""Helpers shared by solvers: threads, progress bars, timing."""
+"""Helpers shared by solvers: threads, progress bars, timing, Ctrl-C at safe points."""
+import signal
+import threading
 import time
 from contextlib import contextmanager
 
@@ -40,3 +42,48 @@ class Clock:
 
 def progress_bar(total, verbose, desc):
     return tqdm(total=total, disable=not verbose, desc=desc, unit="pass", leave=verbose > 1)
+
+
+class _Interrupts:
+    """Process-wide: whether a SIGINT asked the running fit to stop, and who handles SIGINT."""
+
+    stop = threading.Event()
+    mode = None  # None: Python's own handling; "safe" or "plain" inside the outermost block
+
+
+def stop_requested():
+    """Whether Ctrl-C asked the running fit to stop at its next safe point (solvers poll it
+    once per pass or iteration)."""
+    return _Interrupts.stop.is_set()
+
+
+@contextmanager
+def interruptible(safe=True):
+    """Ctrl-C inside the block: with ``safe``, the first SIGINT asks the solvers to stop at
+    their next safe point (:func:`stop_requested`; the estimator keeps the iterate reached) and
+    a second one raises ``KeyboardInterrupt`` at once; without, Python's own behaviour (for
+    drivers of many fits, whose partial results are not a model). The outermost block decides;
+    outside the main thread, or under a SIGINT handler someone else installed, nothing changes.
+    Yields ``stop_requested``.
+    """
+    own = (_Interrupts.mode is None and threading.current_thread() is threading.main_thread()
+           and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    if not own:
+        yield stop_requested
+        return
+
+    def request_stop(signum, frame):
+        if _Interrupts.stop.is_set():
+            raise KeyboardInterrupt
+        _Interrupts.stop.set()
+
+    _Interrupts.stop.clear()
+    _Interrupts.mode = "safe" if safe else "plain"
+    previous = signal.signal(signal.SIGINT, request_stop) if safe else None
+    try:
+        yield stop_requested
+    finally:
+        if safe:
+            signal.signal(signal.SIGINT, previous)
+        _Interrupts.stop.clear()  # a later fit, or one outside any block, starts afresh
+        _Interrupts.mode = None

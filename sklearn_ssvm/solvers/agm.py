@@ -34,7 +34,7 @@ from threadpoolctl import threadpool_limits
 from .._kernels.pragam import hinge_objective, project_q2_into
 from .._kernels.smoothed import ENTROPY
 from ..penalties import ElasticNet, as_penalty
-from ._common import Clock, numba_threads, progress_bar
+from ._common import Clock, numba_threads, progress_bar, stop_requested
 from .pragam import LIPSCHITZ_FLOOR, sigma_max_sq
 from .smooth import Smoothing, full_gradient
 
@@ -262,7 +262,7 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
             record.update(time=clock.wall(), cpu_time=clock.cpu())
             history.append(record)
             bar.update()
-            if converged:
+            if converged or stop_requested():  # Ctrl-C: the best certified point so far
                 break
     if best["coef"] is None:  # stopped before any certificate
         primal, dual, coef, intercept, dual_coef = oracle.certificate(

@@ -17,7 +17,7 @@ from .._kernels.batch import weights_from_state
 from .._kernels.bcfw import AWAY, FW, PAIRWISE, bcfw_pass, state_from_atoms
 from .._kernels.labelings import CHAIN
 from ..penalties import as_penalty, soft_threshold
-from ._common import Clock, numba_threads, progress_bar
+from ._common import Clock, numba_threads, progress_bar, stop_requested
 
 #: early exact check when the stale block-gap estimates sum below this fraction of tol
 #: (spec 002 §3.2, the reference code's heuristic exit)
@@ -87,9 +87,16 @@ class ActiveSets:
         return cls(np.zeros((problem.y.shape[0], 0), dtype=np.int32),
                    np.zeros((problem.n_samples, 0)), np.zeros(problem.n_samples, np.int32))
 
-    def grown(self):
-        """The same atoms with twice the room per block."""
-        extra = max(self.labels.shape[1], 1)
+    @property
+    def room(self):
+        """Atoms a block can hold."""
+        return self.weights.shape[1]
+
+    def grown(self, limit=None):
+        """The same atoms with twice the room per block (at most ``limit``)."""
+        extra = max(self.room, 1)
+        if limit is not None:
+            extra = min(extra, limit - self.room)
         return ActiveSets(np.hstack([self.labels, np.zeros((self.labels.shape[0], extra),
                                                            dtype=np.int32)]),
                           np.hstack([self.weights, np.zeros((self.weights.shape[0], extra))]),
@@ -285,7 +292,8 @@ def _pass_order(sampling, estimates, rng):
 
 
 def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="gap", step="fw",
-         cache=False, cache_size=50, cache_F=0.25, cache_nu=0.01, bounds=None, averaging=False,
+         cache=False, cache_size=50, cache_F=0.25, cache_nu=0.01, max_active=64, bounds=None,
+         averaging=False,
          certify=True, random_state=None, init=None, init_active_sets=None, init_estimates=None,
          n_jobs=None, verbose=0):
     """Minimise ``r(w) + mean_i H~_i(w)`` by block-coordinate Frank-Wolfe.
@@ -326,6 +334,13 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
         sets are one store (active labelings are never evicted).
     cache_size, cache_F, cache_nu : int, float, float
         The paper's 50, 0.25 and 0.01.
+    max_active : int or None
+        Cap on the labelings a block keeps (its active set, and with ``cache`` its cached
+        corners; ``max(max_active, cache_size)`` with a cache). The store starts at 8 per
+        block (``cache_size`` with a cache) and doubles while some block fills it; at the cap,
+        a corner that must join a full active set replaces the lightest atom, whose weight
+        moves to it (the drop step of spec 002 §10.3). Memory is then at most
+        ``cap * (n_label_variables * 4 + n * 8)`` bytes. None: no cap.
     bounds : (lower, upper) or None
         Box constraints ``lower <= w <= upper`` (scalars or arrays of ``n_params``, +-inf
         allowed), e.g. non-negative pairwise weights for graph-cut oracles (spec 002 §7). The
@@ -397,12 +412,18 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
     if cache and not (cache_F > 0 or cache_nu > 0):
         raise ValueError("cache_F or cache_nu must be positive: with both 0 every step hits "
                          "the cache and Frank-Wolfe does not converge (spec 002 §5.2).")
+    if max_active is not None and (isinstance(max_active, bool) or
+                                   not isinstance(max_active, (int, np.integer))
+                                   or max_active < 1):
+        raise ValueError(f"max_active must be a positive integer or None, got {max_active!r}.")
+    room_limit = None if max_active is None else max(max_active, cache_size if cache else 1)
     if step == "fw" and not cache:
         atoms = ActiveSets.none(problem)
     elif init_active_sets is not None:
         atoms = init_active_sets.copy()
     elif init is None or step == "fw":  # FW with a cache: the weights are bookkeeping only
-        atoms = ActiveSets.at_labels(problem, capacity=cache_size if cache else 8)
+        atoms = ActiveSets.at_labels(problem, capacity=cache_size if cache else
+                                      min(8, room_limit or 8))
     else:
         raise ValueError(f"step={step!r} needs the active sets of the warm start; a dual point "
                          "reached by Frank-Wolfe steps alone does not have them.")
@@ -425,13 +446,15 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
             last = (*averages.arrays(), kappa)
             last_gap = start_gap if cert is None else max(cert.gap, 0.0)
             caching = (cache, cache_F, cache_nu * last_gap / n)
+            capped = room_limit is not None and atoms.room >= room_limit
             done, needs_room, pass_hits = bcfw_pass(*args, 0, *rest, atoms.labels, atoms.weights,
-                                                    atoms.count, *caching, steps, *last)
+                                                    atoms.count, *caching, steps, *last, capped)
             while needs_room:  # a block's active set is full: double the room, go on
-                atoms = atoms.grown()
+                atoms = atoms.grown(room_limit)
+                capped = room_limit is not None and atoms.room >= room_limit
                 done, needs_room, more = bcfw_pass(*args, done, *rest, atoms.labels,
                                                    atoms.weights, atoms.count, *caching, steps,
-                                                   *last)
+                                                   *last, capped)
                 pass_hits += more
             steps += done
             hits += pass_hits
@@ -444,7 +467,8 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
                 record.update(time=clock.wall(), cpu_time=clock.cpu())
                 history.append(record)
                 break
-            if it % gap_check == 0 or it == max_iter or done < n:
+            last_pass = it == max_iter or stop_requested()  # Ctrl-C: certify and stop here
+            if it % gap_check == 0 or last_pass or done < n:
                 _resync(problem, step, atoms, state, penalty, box, coef, clipped)
                 if averaging and done == 0:  # the estimates stall the pass: refresh them
                     estimates[:] = certificate(problem, state, coef, penalty, box).block_gaps
@@ -465,7 +489,7 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
             record.update(time=clock.wall(), cpu_time=clock.cpu())
             history.append(record)
             bar.update()
-            if converged:
+            if converged or last_pass:
                 break
     if cert is None or (not certify and converged):
         returned = clipped.copy()

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from .._kernels.bundle import simplex_qp
 from .._kernels.smoothed import NONE
-from ._common import Clock, numba_threads, progress_bar
+from ._common import Clock, numba_threads, progress_bar, stop_requested
 from .smooth import Smoothing, full_gradient
 
 VARIANTS = ("qp", "ls")
@@ -212,6 +212,8 @@ def bundle_method(oracle, coef0, alpha, *, variant="qp", tol=1e-3, max_iter=1000
             bar.update()
             if gap <= tol:
                 converged = True
+                break
+            if stop_requested():  # Ctrl-C: the best iterate so far, its bound
                 break
     cuts, offsets = model.bundle()
     return BMRMResult(coef=best_w.copy(), primal=best_J, lower_bound=lower, gap=gap, n_iter=t,

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._kernels.pragam import (DUAL, GAP, N_HIST, PRIMAL, hinge_objective, min_bias_interval,
                                pragam_chunk, pragam_start, project_q2_into)
-from ._common import Clock
+from ._common import Clock, stop_requested
 
 #: factor on the power-iteration estimate of sigma_max(X)^2: the Rayleigh quotient approaches
 #: it from below, and an underestimated L voids the bound of eq. (26) (spec 003 §2.4)
@@ -179,6 +179,8 @@ def pragam(X, y, alpha, *, fit_intercept=False, tol=1e-6, max_iter=1000, verbose
             print(f"pragam k={last} primal={hist[span - 1, PRIMAL]:.10g} "
                   f"gap={hist[span - 1, GAP]:.3e}")
         k, chunk = last + 1, min(2 * chunk, MAX_CHUNK)
+        if stop_requested():  # Ctrl-C between chunks (at most MAX_CHUNK iterations each)
+            break
     table = np.vstack(rows)
     iters = np.arange(last + 1)
     # eq. (26) with D2 = max_{Q2} d2 = 1/(2n) and sigma2 = 1

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from .._kernels.labelings import CANDIDATES
 from ..structures.base import Problem
-from ._common import Clock, progress_bar
+from ._common import Clock, progress_bar, stop_requested
 from .smooth import casimir_svrg
 
 MU_SCHEDULES = ("linear", "const")
@@ -319,7 +319,7 @@ def prox_linear_loop(feature_map, X, losses, y_true, alpha, solve, *, eta, max_i
         bar.set_postfix(objective=f"{value:.4g}")
         bar.update()
         converged = grad_mapping <= tol
-        if converged:
+        if converged or stop_requested():
             break
     bar.close()
     return ProxLinearResult(coef=w, n_iter=k, n_oracle_calls=oracle_calls, objective=value,

@@ -29,7 +29,7 @@ from .._kernels.penalty import soft_line_search
 from .._kernels.smoothed import NONE, TOP_K
 from .._kernels.stochastic import (RSUM, S, R, WSUM, flush, lazy_state, prox_steps,
                                    stochastic_steps)
-from ._common import Clock, numba_threads, progress_bar
+from ._common import Clock, numba_threads, progress_bar, stop_requested
 from .catalyst import catalyst, delta_schedule, stopping_test
 
 
@@ -269,7 +269,7 @@ class Monitor:
 
     def record(self, epoch, coef, oracle_calls, snap=None, **extra):
         """Log epoch ``epoch`` ending at ``coef``; True when the run should end: the certified
-        gap is <= tol or the callback returned ``{"stop": True}``."""
+        gap is <= tol, the callback returned ``{"stop": True}`` or Ctrl-C asked to stop."""
         wall, cpu = self.clock.wall() - self.eval_wall, self.clock.cpu() - self.eval_cpu
         value = objective(self.problem, coef, self.penalty)
         gap = np.nan if snap is None else value - self.dual.update(snap)
@@ -284,7 +284,7 @@ class Monitor:
         self.bar.update()
         self.eval_wall += self.clock.wall() - wall - self.eval_wall
         self.eval_cpu += self.clock.cpu() - cpu - self.eval_cpu
-        return self.stopped or bool(gap <= self.tol)
+        return self.stopped or bool(gap <= self.tol) or stop_requested()
 
     def result(self, coef, n_iter, oracle_calls, converged):
         self.bar.close()
