@@ -66,8 +66,9 @@ def test_warm_fit_on_other_examples_raises(make):
 
 
 def test_projection_refuses_non_finite_input_instead_of_looping():
-    """``root_select`` looped for ever (ignoring Ctrl-C) on NaN kinks; now a ValueError, also
-    for PragamSVC on overflowing features, run in a subprocess so a regression cannot hang the
+    """``root_select`` looped for ever (ignoring Ctrl-C) on NaN kinks; now a ValueError. PragamSVC
+    solves huge features at unit scale (alpha / s^2: the same model up to the scale) or refuses
+    them when alpha becomes negligible; run in a subprocess so a regression cannot hang the
     test session."""
     import subprocess
     import sys
@@ -82,14 +83,16 @@ def test_projection_refuses_non_finite_input_instead_of_looping():
     code = ("import numpy as np\nfrom sklearn_ssvm import PragamSVC\n"
             "rng = np.random.default_rng(0)\nX = rng.normal(size=(40, 3))\n"
             "y = (X[:, 0] > 0).astype(int)\n"
-            "for solver in ('agm-primal', 'agm-dual'):\n"
-            "    for scale in (1e300, 1e154):\n"
-            "        try:\n"
-            "            PragamSVC(solver=solver, fit_intercept=True).fit(X * scale, y)\n"
-            "        except ValueError as e:\n"
-            "            assert 'too large' in str(e), e\n"
-            "        else:\n"
-            "            raise AssertionError('accepted')\n")
+            "for solver in ('pragam', 'agm-primal', 'agm-dual'):\n"
+            "    ref = PragamSVC(solver=solver, max_iter=300).fit(X, y)\n"
+            "    big = PragamSVC(solver=solver, max_iter=300, alpha=1e-4 * 1e300).fit(X * 1e150, y)\n"
+            "    assert np.abs(big.coef_ * 1e150 - ref.coef_).max() <= 1e-6 * np.abs(ref.coef_).max()\n"
+            "    try:\n"
+            "        PragamSVC(solver=solver, fit_intercept=True).fit(X * 1e300, y)\n"
+            "    except ValueError as e:\n"
+            "        assert 'negligible' in str(e), e\n"
+            "    else:\n"
+            "        raise AssertionError('accepted')\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 

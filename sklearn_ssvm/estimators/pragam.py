@@ -14,7 +14,12 @@ from sklearn.utils.validation import validate_data
 from ..solvers._common import interruptible, stop_requested
 from ..solvers.agm import agm
 from ..solvers.pragam import pragam
+from ..structures.base import as_real_array
 from .base import warn_interrupted
+
+
+#: features up to this magnitude are solved as they are; larger ones are rescaled
+MAX_UNSCALED = 2.0**20
 
 
 class PragamSVC(LinearClassifierMixin, BaseEstimator):
@@ -136,16 +141,20 @@ class PragamSVC(LinearClassifierMixin, BaseEstimator):
             raise
 
     def _fit(self, X, y):
-        solve = self._solver()
+        if isinstance(X, np.ndarray) and X.dtype == object:  # numbers as objects convert
+            X = as_real_array(X, "X")
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
-        squares = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) \
-            else np.einsum("ij,ij->i", X, X)
-        if not np.all(np.isfinite(squares)):  # every Lipschitz constant would overflow
-            i = int(np.flatnonzero(~np.isfinite(squares))[0])
-            row = X[i].data if sp.issparse(X) else X[i]
-            raise ValueError(f"X is too large: the squared norm of example {i} overflows "
-                             f"(largest |x| = {np.abs(row).max():.3g}); rescale X (e.g. with "
-                             f"StandardScaler).")
+        # large features: solve on X / s with alpha / s^2, the same problem in w * s (s a power
+        # of two, so exactly), which keeps the iterates' intermediate products in range
+        largest = float(np.abs(X.data if sp.issparse(X) else X).max(initial=0.0))
+        scale = 2.0 ** np.round(np.log2(largest)) if largest > MAX_UNSCALED else 1.0
+        X, alpha = X / scale, self.alpha / scale**2
+        if not alpha >= np.finfo(float).tiny:
+            raise ValueError(f"alpha={self.alpha!r} is negligible against features of up to "
+                             f"{largest:.3g} (alpha / max|x|^2 underflows): the problem is "
+                             f"numerically unregularised. Rescale X (e.g. with MaxAbsScaler) or "
+                             f"raise alpha.")
+        solve = self._solver(alpha)
         check_classification_targets(y)
         classes = np.unique(y)
         if classes.size < 2:
@@ -165,7 +174,7 @@ class PragamSVC(LinearClassifierMixin, BaseEstimator):
                           " increase max_iter.", ConvergenceWarning)
         binary = classes.size == 2
         self.classes_ = classes
-        self.coef_ = np.vstack([r.coef for r in results])
+        self.coef_ = np.vstack([r.coef for r in results]) / scale
         self.intercept_ = np.array([float(r.intercept) for r in results])
         self.duality_gap_ = float(gaps[0]) if binary else gaps
         objectives = np.array([getattr(r, "primal", np.nan) for r in results])
@@ -176,18 +185,18 @@ class PragamSVC(LinearClassifierMixin, BaseEstimator):
         self._duals = None if any(a is None for a in duals) else np.vstack(duals)
         return self
 
-    def _solver(self):
-        """``solve(X, y_pm1, init) -> result`` for the chosen solver and loss."""
+    def _solver(self, alpha):
+        """``solve(X, y_pm1, init) -> result`` for the chosen solver and loss at ``alpha``."""
         if self.solver == "pragam":
             if self.loss != "hinge":
                 raise ValueError(f"loss={self.loss!r} needs solver='agm-primal' or 'agm-dual'; "
                                  "PRAGAM solves the hinge loss only.")
             return lambda X, y, init: pragam(
-                X, y, self.alpha, fit_intercept=self.fit_intercept, tol=self.tol,
+                X, y, alpha, fit_intercept=self.fit_intercept, tol=self.tol,
                 max_iter=self.max_iter, verbose=self.verbose, init=init)
         formulation = self.solver.split("-", 1)[1]
         return lambda X, y, init: agm(
-            X, y, self.alpha, formulation=formulation, loss=self.loss,
+            X, y, alpha, formulation=formulation, loss=self.loss,
             fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
             verbose=self.verbose)
 

@@ -265,6 +265,8 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
             if converged or stop_requested():  # Ctrl-C: the best certified point so far
                 break
     if best["coef"] is None:  # stopped before any certificate
+        if by_avg is None:  # not even one accepted step: the dual point of the start
+            by_avg = _average(None, oracle.gradient(x, oracle.image(x))[2], 1.0)
         primal, dual, coef, intercept, dual_coef = oracle.certificate(
             x, oracle.value(x, oracle.image(x))[1], by_avg)
         best.update(primal=primal, dual=dual, coef=coef, intercept=intercept,

@@ -578,6 +578,9 @@ def choose_learning_rate(problem, run, smoothing, rng, n_sub=500, grid=tuple(ran
     best = min(grid, key=score)
     best = min((best - 1, best, best + 1), key=score)
     if not np.isfinite(tried[best]):
-        raise ValueError("no learning rate gave a finite objective on a subsample; set "
-                         "learning_rate explicitly.")
+        raise ValueError(f"no learning rate gave a finite objective on a subsample (rates "
+                         f"{scale:.3g} x 2^k, from the features' squared radius "
+                         f"{sub.squared_radius():.3g}): features of extreme scale leave no "
+                         f"stable step; rescale them (e.g. with MaxAbsScaler) or set "
+                         f"learning_rate explicitly.")
     return scale * 2.0 ** best

@@ -612,6 +612,17 @@ class SequenceStructure(StructuredModel):
         return stack_csr(blocks, self.n_features_in_), lengths
 
 
+def as_real_array(values, what):
+    """``values`` as a float64 array, or a ValueError naming ``what`` (numpy's own message is
+    about its conversion, e.g. 'setting an array element with a sequence')."""
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        kinds = sorted({type(v).__name__ for v in np.ravel(np.asarray(values, dtype=object))})
+        raise ValueError(f"{what} must hold real numbers; it holds {', '.join(kinds[:4])} "
+                         f"values.") from None
+
+
 class FlatStructure(StructuredModel):
     """Structures whose examples are single feature vectors (X is a 2-D array or sparse)."""
 
@@ -621,7 +632,7 @@ class FlatStructure(StructuredModel):
         if not sp.issparse(X):
             X = np.asarray(X)
             if X.dtype == object:  # numbers stored as objects convert; anything else raises
-                X = np.asarray(X, dtype=np.float64)
+                X = as_real_array(X, "X")
         if X.dtype.kind == "c":
             raise ValueError(f"Complex data not supported: X has dtype {X.dtype}.")
         if X.dtype.kind not in "biuf":
