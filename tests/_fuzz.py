@@ -202,7 +202,7 @@ def is_clear(exc):
     in our words."""
     message = str(exc)
     if (not isinstance(exc, (ValueError, TypeError)) or len(message) < 15
-            or any(text in message for text in UNCLEAR)):
+            or any(text in message[:60] for text in UNCLEAR)):  # numpy's words come first
         return False
     frames = traceback.extract_tb(exc.__traceback__)
     where = frames[-1].filename.replace("\\", "/") if frames else ""

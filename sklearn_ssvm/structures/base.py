@@ -613,14 +613,17 @@ class SequenceStructure(StructuredModel):
 
 
 def as_real_array(values, what):
-    """``values`` as a float64 array, or a ValueError naming ``what`` (numpy's own message is
-    about its conversion, e.g. 'setting an array element with a sequence')."""
+    """``values`` as a float64 array, or a TypeError naming ``what`` and the kinds of values
+    found (numpy's own message is about its conversion, e.g. 'setting an array element with a
+    sequence')."""
     try:
         return np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError) as exc:
         kinds = sorted({type(v).__name__ for v in np.ravel(np.asarray(values, dtype=object))})
-        raise ValueError(f"{what} must hold real numbers; it holds {', '.join(kinds[:4])} "
-                         f"values.") from None
+        # a TypeError with numpy's words in the end, as scikit-learn's estimators raise it
+        raise TypeError(f"{what} must hold real numbers; it holds {', '.join(kinds[:4])} "
+                        f"values (float() argument must be a string or a real number)."
+                        ) from exc
 
 
 class FlatStructure(StructuredModel):
