@@ -1,6 +1,6 @@
 """The CV estimators against GridSearchCV over the same alphas and folds, one script.
 
-    python benchmarks/cv_estimators.py [--n-words 2000] [--repeats 3]
+    python benchmarks/cv_estimators.py [--n-words 2000] [--repeats 3] [--max-iter 200]
 
 OCR words (bundled), ``ChainCRF()``, BCFW with pairwise steps to a gap of 0.01, 5 folds, the
 alphas 1e-1 ... 1e-4: ``BCFWStructuredSVMCV`` (each fold warm-started along the decreasing
@@ -36,17 +36,20 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n-words", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-iter", type=int, default=SETTINGS["max_iter"],
+                        help="pass budget of every fit (200: the small alphas stop at it)")
     args = parser.parse_args()
+    settings = dict(SETTINGS, max_iter=args.max_iter)
     X, _, Y, _ = split_folds(load_ocr_letters(), test_fold=0)
     X, Y = X[:args.n_words], Y[:args.n_words]
     BCFWStructuredSVM(ChainCRF(), max_iter=1).fit(X[:20], Y[:20])  # compile / load
     folds = KFold(5)
     cv, cv_cpu, cv_wall = timed(lambda: BCFWStructuredSVMCV(
-        ChainCRF(), alphas=ALPHAS, cv=folds, **SETTINGS), X, Y, args.repeats)
-    gs, gs_cpu, gs_wall = timed(lambda: GridSearchCV(BCFWStructuredSVM(ChainCRF(), **SETTINGS),
+        ChainCRF(), alphas=ALPHAS, cv=folds, **settings), X, Y, args.repeats)
+    gs, gs_cpu, gs_wall = timed(lambda: GridSearchCV(BCFWStructuredSVM(ChainCRF(), **settings),
                                                      {"alpha": ALPHAS}, cv=folds), X, Y,
                                 args.repeats)
-    print(f"OCR, {len(X)} words, 5 folds, {len(ALPHAS)} alphas")
+    print(f"OCR, {len(X)} words, 5 folds, {len(ALPHAS)} alphas, max_iter={args.max_iter}")
     print("| method | chosen alpha | CPU s | wall s |")
     print("|---|---|---|---|")
     print(f"| BCFWStructuredSVMCV | {cv.alpha_:g} | {cv_cpu:.1f} | {cv_wall:.1f} |")

@@ -13,7 +13,10 @@ Each model is fitted in a fresh subprocess, so that its peak resident memory is 
 ours a small fit on 50 sentences first compiles (or loads) the numba kernels, reported apart.
 Figures: F1, the final fit's CPU and wall seconds (``time.process_time``, medians over
 ``--repeats``), non-zero weights (CRFsuite: ``len(crf.state_features_) +
-len(crf.transition_features_)``), peak memory, and each model's ratio to CRFsuite L-BFGS.
+len(crf.transition_features_)``), peak memory, the pickled model's size (CRFsuite: the ``CRF``
+object with its model file; ours: the ``SequenceVectorizer`` and the estimator, ``coef_`` made
+sparse by ``sparsify()``, beside the dense estimator alone) and each model's ratio to CRFsuite
+L-BFGS.
 
 The hyper-parameters of ours are the recommended ones (``RECOMMENDED`` below), chosen on the
 training data only: ``benchmarks/select_elastic_net.py --count-loss`` cross-validates ``alpha``
@@ -22,6 +25,7 @@ full pass per iteration) runs only when named.
 """
 import argparse
 import json
+import pickle
 import resource
 import statistics
 import subprocess
@@ -138,11 +142,13 @@ def run_one(task, model, data, repeats):
     Y_pred = est.predict(eval_input)
     if model.startswith("crf"):
         nonzero = len(est.state_features_) + len(est.transition_features_)
-        extra = {}
+        extra = dict(pickle_mb=len(pickle.dumps(est)) / 2**20)
     else:
         nonzero = int(est.n_nonzero_coef_)
         extra = dict(gap=float(getattr(est, "duality_gap_", float("nan"))),
-                     n_iter=int(est.n_iter_), n_params=int(est.coef_.shape[0]))
+                     n_iter=int(est.n_iter_), n_params=int(est.coef_.shape[0]),
+                     dense_pickle_mb=len(pickle.dumps(est)) / 2**20,
+                     pickle_mb=len(pickle.dumps((vec, est.sparsify()))) / 2**20)
     return dict(task=task, model=model, f1=100 * chunk_f1_score(Y_eval, Y_pred, scheme=scheme),
                 cpu=statistics.median(cpus), wall=statistics.median(walls), nonzero=nonzero,
                 compile=compile_s,
@@ -172,16 +178,19 @@ def main():
             print(f"  {task} {model}: {rows[-1]}", file=sys.stderr, flush=True)
         ref = next((r for r in rows if r["model"] == "crf-lbfgs"), None)
         print(f"\n{task} ({TASKS[task][3]} F1)\n")
-        print("| model | F1 | CPU s | wall s | non-zero weights | peak MB | CPU / CRFsuite "
-              "| non-zero / CRFsuite | gap |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| model | F1 | CPU s | wall s | non-zero weights | peak MB | pickle MB "
+              "| CPU / CRFsuite | non-zero / CRFsuite | pickle / CRFsuite | gap |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             ratio_cpu = f"{r['cpu'] / ref['cpu']:.2f}" if ref else ""
             ratio_nz = f"{r['nonzero'] / ref['nonzero']:.2f}" if ref else ""
+            ratio_pickle = f"{r['pickle_mb'] / ref['pickle_mb']:.2f}" if ref else ""
             gap = f"{r['gap']:.1e}" if "gap" in r else ""
+            size = f"{r['pickle_mb']:.1f}" + (f" ({r['dense_pickle_mb']:.1f} dense)"
+                                              if "dense_pickle_mb" in r else "")
             print(f"| {MODELS[r['model']]} | {r['f1']:.2f} | {r['cpu']:.1f} | {r['wall']:.1f} "
-                  f"| {r['nonzero']:,} | {r['peak_mb']:.0f} | {ratio_cpu} | {ratio_nz} "
-                  f"| {gap} |")
+                  f"| {r['nonzero']:,} | {r['peak_mb']:.0f} | {size} | {ratio_cpu} | {ratio_nz} "
+                  f"| {ratio_pickle} | {gap} |")
 
 
 if __name__ == "__main__":

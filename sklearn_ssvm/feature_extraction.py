@@ -7,7 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.feature_extraction import FeatureHasher
-from sklearn.utils._param_validation import Interval
+from ._validation import Interval, check_params
 from sklearn.utils.validation import check_is_fitted
 
 __all__ = ["SequenceVectorizer", "chunking_token_features"]
@@ -221,7 +221,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         return self._split(*self._fit_flat(X))
 
     def _fit_flat(self, X, transform=True):
-        self._validate_params()
+        check_params(self)
         tokens, offsets = _check_sequences(X)
         if self.hashing:
             Xt = self._hash(tokens, offsets) if transform else None

@@ -48,7 +48,7 @@ def transition_weights(model):
     classes : ndarray
     """
     est, _ = _chain_model(model)
-    return est.structure_.transition_table(est.coef_), est.structure_.classes_
+    return est.structure_.transition_table(est._dense_coef()), est.structure_.classes_
 
 
 def transition_features(model):
@@ -62,7 +62,7 @@ def state_features(model):
     """``{(feature_name, label): weight}`` of the non-zero token-feature weights, as
     sklearn-crfsuite's ``state_features_``."""
     est, names = _chain_model(model)
-    table = est.structure_.state_table(est.coef_)
+    table = est.structure_.state_table(est._dense_coef())
     rows, cols = np.nonzero(table)
     classes = est.structure_.classes_.tolist()
     return {(names[r], classes[c]): float(table[r, c]) for r, c in zip(rows, cols)}
@@ -77,7 +77,7 @@ def top_state_features(model, n=10):
         ``{label: [(feature_name, weight), ...]}``, weights descending.
     """
     est, names = _chain_model(model)
-    table = est.structure_.state_table(est.coef_)
+    table = est.structure_.state_table(est._dense_coef())
     out = {}
     for c, label in enumerate(est.structure_.classes_.tolist()):
         order = np.argsort(-table[:, c], kind="stable")[:n]

@@ -32,6 +32,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from ._kernels.batch import stats_from_labels
+from ._validation import check_params
 from .solvers._common import numba_threads
 from .solvers.bcfw import (DualState, bcfw, certificate, keep_primal_rescale,
                             rescale_active_sets, weights)
@@ -239,8 +240,8 @@ def _solver_settings(estimator):
                          f"not {type(estimator).__name__}; to choose alpha for "
                          f"{type(estimator).__name__} use SmoothSSVMClassifierCV (for "
                          f"SmoothSSVMClassifier) or GridSearchCV.")
-    if hasattr(estimator, "_validate_params"):
-        estimator._validate_params()
+    if hasattr(estimator, "_parameter_constraints"):
+        check_params(estimator)
     if getattr(estimator, "coef_bounds", None) is not None:
         raise ValueError("Regularization paths with box constraints (coef_bounds) are not "
                          "implemented: Alg. 6 gives no bound for them (spec 002 §8.2).")
@@ -562,9 +563,9 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
         Supplies ``structure`` (cloned, then fitted on ``X, Y``) and the solver settings
         ``max_iter``, ``gap_check``, ``sampling``, ``random_state`` and, if it has them,
         ``step``, ``cache``, ``cache_size`` and ``max_active`` (active sets and caches are
-        carried from one breakpoint to the next, rescaled by Prop. 1). Its ``alpha``, ``tol`` and ``averaging``
-        are ignored: the path certifies the last iterate. Box constraints (``coef_bounds``)
-        and the elastic net (``l1_ratio > 0``) are not supported.
+        carried from one breakpoint to the next, rescaled by Prop. 1). Its ``alpha``, ``tol``
+        and ``averaging`` are ignored: the path certifies the last iterate. Box constraints
+        (``coef_bounds``) and the elastic net (``l1_ratio > 0``) are not supported.
     X, Y
         Training data, as for ``estimator.fit``.
     eps : float, default=0.1

@@ -159,3 +159,34 @@ def test_verbose_shows_a_progress_bar_with_the_gap(data, capsys):
                       random_state=0).fit(X, Y)
     err = capsys.readouterr().err
     assert "BCFW" in err and "gap=" in err
+
+
+@pytest.mark.parametrize("make", [
+    lambda: BCFWStructuredSVM(ChainCRF(), alpha=0.05, l1_ratio=0.5, max_iter=30,
+                              random_state=0),
+    lambda: BCFWStructuredSVM(MulticlassSVM(), max_iter=30, random_state=0)])
+def test_sparsify_keeps_every_prediction_and_shrinks_the_pickle(make):
+    from sklearn_ssvm import SmoothSSVMClassifier
+    rng = np.random.default_rng(0)
+    X, Y = (sequences(rng, n=40, n_features=60) if isinstance(make().structure, ChainCRF)
+            else (rng.normal(size=(60, 80)) * (rng.random((60, 80)) < 0.1),
+                  rng.integers(0, 3, 60)))
+    est = make().fit(X, Y)
+    est.coef_[np.abs(est.coef_) < np.quantile(np.abs(est.coef_), 0.8)] = 0.0  # mostly zeros
+    size = len(pickle.dumps(est.coef_))
+    dense = {"predict": est.predict(X), "score": est.score(X, Y),
+             "decision": est.decision_function(X), "objective": est.primal_objective(X, Y)}
+    coef = est.coef_.copy()
+    assert est.sparsify() is est and sp.issparse(est.coef_)
+    assert len(pickle.dumps(est.coef_)) < 0.5 * size
+    sparse = {"predict": est.predict(X), "score": est.score(X, Y),
+              "decision": est.decision_function(X), "objective": est.primal_objective(X, Y)}
+    for key in dense:
+        if isinstance(dense[key], list):
+            assert all(np.array_equal(a, b) for a, b in zip(dense[key], sparse[key]))
+        else:
+            np.testing.assert_array_equal(dense[key], sparse[key])
+    warm = SmoothSSVMClassifier(est.structure, max_iter=1, warm_start=True, random_state=0)
+    warm.fit(X, Y).sparsify().fit(X, Y)  # a warm start from a sparse coef_
+    assert not sp.issparse(warm.coef_)
+    np.testing.assert_array_equal(est.densify().coef_, coef)

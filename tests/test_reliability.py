@@ -203,3 +203,96 @@ def test_agm_dual_with_a_tiny_alpha():
         warnings.simplefilter("ignore")
         est = PragamSVC(solver="agm-dual", alpha=1e-300, max_iter=50).fit(X, y)
     assert np.all(np.isfinite(est.coef_)) and est.score(X, y) >= 0.9
+
+
+@pytest.mark.parametrize("make", [
+    lambda: BCFWStructuredSVM(ChainCRF(), max_iter=2, tol=1e-12),
+    lambda: BMRMStructuredSVM(ChainCRF(), max_iter=2, tol=1e-12),
+    lambda: SmoothSSVMClassifier(ChainCRF(), max_iter=2, tol=1e-12, random_state=0)])
+def test_stopping_at_max_iter_warns(make):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    X, Y = data()
+    with pytest.warns(ConvergenceWarning, match="stopped at max_iter=2"):
+        est = make().fit(X, Y)
+    assert not est.converged_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        make().set_params(max_iter=500, tol=1.0).fit(X, Y)  # converges: silent
+
+
+def test_cv_estimator_warns_once_for_its_fold_fits():
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklearn_ssvm import BCFWStructuredSVMCV
+    X, Y = data()
+    with pytest.warns(ConvergenceWarning) as caught:
+        BCFWStructuredSVMCV(ChainCRF(), alphas=[1e-1, 1e-3], cv=2, max_iter=1, tol=1e-12,
+                            refit=False).fit(X, Y)
+    assert [str(w.message) for w in caught if "fold fits" in str(w.message)] == [
+        "4 of 4 fold fits stopped at max_iter=1 before their duality gap reached tol=1e-12; "
+        "increase max_iter for certified scores."]
+
+
+def test_n_jobs_none_is_one_thread_unless_joblib_says_otherwise():
+    import joblib
+    import numba
+
+    from sklearn_ssvm.solvers._common import numba_threads
+    most = numba.config.NUMBA_NUM_THREADS
+    with numba_threads(None):
+        assert numba.get_num_threads() == 1
+    with joblib.parallel_config(n_jobs=2), numba_threads(None):
+        assert numba.get_num_threads() == min(2, most)
+    with numba_threads(-1):
+        assert numba.get_num_threads() == min(joblib.cpu_count(), most)
+    with numba_threads(3):
+        assert numba.get_num_threads() == min(3, most)
+
+
+def test_parameter_validation_uses_public_scikit_learn_only():
+    import re
+    from pathlib import Path
+
+    import sklearn_ssvm
+    private = re.compile(r"(from|import)\s+sklearn(\.\w+)*\._\w+|sklearn\.base\s+import\s+.*\b_\w+")
+    offenders = [str(p) for p in Path(sklearn_ssvm.__file__).parent.rglob("*.py")
+                 if private.search(p.read_text())]
+    assert offenders == []
+
+
+def test_check_params_wording_and_edges():
+    from numbers import Integral, Real
+
+    from sklearn_ssvm._validation import Interval, InvalidParameterError, Options
+
+    positive = Interval(Real, 0, None, closed="neither")
+    assert positive.is_satisfied_by(1e-300) and not positive.is_satisfied_by(0.0)
+    assert not positive.is_satisfied_by(np.nan) and not positive.is_satisfied_by(True)
+    count = Interval(Integral, 1, 10, closed="both")
+    assert count.is_satisfied_by(10) and not count.is_satisfied_by(2.0)
+    assert str(count) == "an int in the range [1, 10]"
+    assert Options({"a"}).is_satisfied_by("a") and not Options({"a"}).is_satisfied_by(["a"])
+    with pytest.raises(InvalidParameterError, match=r"The 'alpha' parameter of "
+                       r"BCFWStructuredSVM must be a float in the range \(0, inf\) or None\. "
+                       r"Got -1\.0 instead\."):
+        BCFWStructuredSVM(ChainCRF(), alpha=-1.0).fit(*data())
+    with pytest.raises(ValueError, match="'step' parameter"):
+        BCFWStructuredSVM(ChainCRF(), step="newton").fit(*data())
+    with pytest.raises(TypeError, match="'warm_start' parameter"):
+        BMRMStructuredSVM(ChainCRF(), warm_start="yes").fit(*data())
+
+
+def test_verbose_two_logs_one_line_per_check(capsys):
+    from sklearn_ssvm import PragamSVC
+    X, Y = data()
+    BCFWStructuredSVM(ChainCRF(), max_iter=20, gap_check=5, tol=0.0, verbose=2).fit(X, Y)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("BCFW")]
+    assert len(lines) == 4 and "gap" in lines[0] and lines[0].endswith(" s")
+    BCFWStructuredSVM(ChainCRF(), max_iter=20, tol=0.0, verbose=1).fit(X, Y)
+    assert "BCFW pass" not in capsys.readouterr().out  # the bar only (on stderr)
+    rng = np.random.default_rng(0)
+    Xf = rng.normal(size=(30, 3))
+    PragamSVC(max_iter=50, verbose=2).fit(Xf, Xf[:, 0] > 0)
+    assert "PRAGAM iteration" in capsys.readouterr().out

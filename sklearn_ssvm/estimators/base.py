@@ -4,11 +4,12 @@ from numbers import Integral, Real
 
 import joblib
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from .._validation import Interval, check_params
 from ..penalties import ElasticNet
 from ..solvers._common import interruptible
 from ..structures.base import StructuredModel
@@ -71,9 +72,17 @@ class StructuredEstimator(BaseEstimator):
         -------
         self
         """
-        self._validate_params()
+        check_params(self)
         structure = clone(self.structure)  # never self.structure_: a failed fit keeps it
-        return self._fit_prepared(structure, structure.prepare(X, Y), X, Y, **fit_params)
+        self._fit_prepared(structure, structure.prepare(X, Y), X, Y, **fit_params)
+        if self._stopped_at_max_iter():
+            gap = getattr(self, "duality_gap_", np.nan)
+            gap = (f"its duality gap is {gap:.3g} > tol={self.tol}" if np.isfinite(gap)
+                   else "no duality gap was certified")
+            warnings.warn(f"{type(self).__name__} stopped at max_iter={self.max_iter}: {gap}. "
+                          f"Increase max_iter (or tol) for a certified fit.",
+                          ConvergenceWarning)
+        return self
 
     def _fit_prepared(self, structure, problem, X, Y, **fit_params):
         """``fit`` on the examples ``structure.prepare(X, Y)`` packed as ``problem`` (the CV
@@ -105,6 +114,9 @@ class StructuredEstimator(BaseEstimator):
         if interrupted:
             warn_interrupted(self)
         return self
+
+    def _stopped_at_max_iter(self):
+        return not self.converged_ and self.n_iter_ >= self.max_iter
 
     def _solver_inputs(self, X, Y):
         """What the solver takes besides the packed examples (the raw ones, for some)."""
@@ -153,7 +165,7 @@ class StructuredEstimator(BaseEstimator):
     def predict(self, X):
         """Best labeling ``argmax_y <coef_, phi(x, y)>`` of each example."""
         check_is_fitted(self, "coef_")
-        return self.structure_.predict(X, self.coef_)
+        return self.structure_.predict(X, self._dense_coef())
 
     def predict_marginals(self, X, temperature=1.0):
         """Per-token label marginals of each sequence (chains), as CRF users read them.
@@ -177,14 +189,14 @@ class StructuredEstimator(BaseEstimator):
         if not hasattr(self.structure_, "marginals"):
             raise ValueError(f"predict_marginals needs a ChainCRF structure, not "
                              f"{type(self.structure_).__name__}.")
-        return self.structure_.marginals(X, self.coef_, temperature)
+        return self.structure_.marginals(X, self._dense_coef(), temperature)
 
     def decision_function(self, X):
         """Scores: for ``MulticlassSVM`` the ``(n_samples, n_classes)`` class scores, for
         ``BinarySVM`` ``X @ coef_`` (positive: ``classes_[1]``), otherwise the score
         ``<coef_, phi(x, y)>`` of each example's predicted output."""
         check_is_fitted(self, "coef_")
-        return self.structure_.decision_function(X, self.coef_)
+        return self.structure_.decision_function(X, self._dense_coef())
 
     @property
     def transition_features_(self):
@@ -212,7 +224,7 @@ class StructuredEstimator(BaseEstimator):
         (scikit-learn's name for the argument)."""
         check_is_fitted(self, "coef_")
         problem, score = self.structure_.prediction_scorer(X, y)
-        y_pred, _, _, _ = problem.run_oracle(self.coef_, False)
+        y_pred, _, _, _ = problem.run_oracle(self._dense_coef(), False)
         return score(y_pred)
 
     def primal_objective(self, X, Y, alpha=None):
@@ -221,4 +233,34 @@ class StructuredEstimator(BaseEstimator):
         ``alpha_``)."""
         problem = self._packed(X, Y)
         penalty = self._penalty(self.alpha_ if alpha is None else alpha)
-        return penalty.value(self.coef_) + float(np.mean(problem.hinge_losses(self.coef_)))
+        coef = self._dense_coef()
+        return penalty.value(coef) + float(np.mean(problem.hinge_losses(coef)))
+
+    def sparsify(self):
+        """Store ``coef_`` as a scipy sparse row (CSR, ``1 x n_params``), as scikit-learn's
+        linear models do: a much smaller model (and pickle) when most weights are zero, e.g.
+        text features; ``predict``, ``score`` and the rest work unchanged (each call expands it
+        once). :meth:`densify` undoes it; a refit stores a dense ``coef_`` again.
+
+        Returns
+        -------
+        self
+        """
+        check_is_fitted(self, "coef_")
+        if not sp.issparse(self.coef_):
+            self.coef_ = sp.csr_matrix(self.coef_[None, :])
+        return self
+
+    def densify(self):
+        """Store ``coef_`` as a dense 1-D array again (undoes :meth:`sparsify`).
+
+        Returns
+        -------
+        self
+        """
+        check_is_fitted(self, "coef_")
+        self.coef_ = self._dense_coef()
+        return self
+
+    def _dense_coef(self):
+        return self.coef_.toarray().ravel() if sp.issparse(self.coef_) else self.coef_

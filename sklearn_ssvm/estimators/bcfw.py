@@ -2,9 +2,9 @@
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._kernels.labelings import CHAIN
+from .._validation import Interval, Options
 from ..penalties import ElasticNet
 from ..solvers.bcfw import DualState, bcfw, keep_primal_rescale, rescale_active_sets
 from .base import StructuredEstimator, training_key
@@ -89,14 +89,16 @@ class BCFWStructuredSVM(StructuredEstimator):
     random_state : int, RandomState instance or None, default=None
         Seed of the block sampling.
     verbose : int, default=0
-        Show a progress bar with the current gap.
+        1: a progress bar with the current gap; 2: also one line per certificate check
+        (objective, gap, seconds).
     warm_start : bool, default=False
         Continue from the previous dual solution (useful after changing ``alpha`` or
         ``max_iter``); the data must be the same. To a smaller ``alpha`` the dual is moved by
         Osokin et al.'s Prop. 1 (the previous ``coef_`` is kept exactly; ``l1_ratio = 0``
         only), otherwise it is kept as it is; either way the gap stays exact.
     n_jobs : int or None, default=None
-        Threads for the batched exact-gap passes (numba).
+        Threads for the batched exact-gap passes (numba). None: 1 unless
+        ``joblib.parallel_config(n_jobs=...)`` says otherwise; -1: all cores.
 
     Attributes
     ----------
@@ -139,12 +141,12 @@ class BCFWStructuredSVM(StructuredEstimator):
         **StructuredEstimator._parameter_constraints,
         "l1_ratio": [Interval(Real, 0, 1, closed="left")],
         "gap_check": [Interval(Integral, 1, None, closed="left")],
-        "sampling": [StrOptions({"gap", "uniform", "perm"})],
-        "step": [StrOptions({"fw", "pairwise", "away"})],
+        "sampling": [Options({"gap", "uniform", "perm"})],
+        "step": [Options({"fw", "pairwise", "away"})],
         "cache": ["boolean"],
         "cache_size": [Interval(Integral, 1, None, closed="left")],
         "max_active": [None, Interval(Integral, 1, None, closed="left")],
-        "coef_bounds": [None, StrOptions({"positive_pairwise"}), tuple, list],
+        "coef_bounds": [None, Options({"positive_pairwise"}), tuple, list],
         "averaging": ["boolean"],
     }
 
@@ -211,7 +213,8 @@ class BCFWStructuredSVM(StructuredEstimator):
         result = bcfw(problem, ElasticNet.from_alpha(alpha, self.l1_ratio),
                       max_iter=self.max_iter, tol=self.tol, gap_check=self.gap_check,
                       sampling=self.sampling, step=self.step, cache=self.cache,
-                      cache_size=self.cache_size, max_active=self.max_active, bounds=bounds, averaging=self.averaging,
+                      cache_size=self.cache_size, max_active=self.max_active, bounds=bounds,
+                      averaging=self.averaging,
                       random_state=seed, init=init, init_active_sets=atoms,
                       n_jobs=self.n_jobs, verbose=self.verbose)
         cert = result.certificate

@@ -1,6 +1,5 @@
 """Structured SVM trained by a bundle method (BMRM; Teo et al. 2010, spec 003 §2.1-2.2)."""
-from sklearn.utils._param_validation import StrOptions
-
+from .._validation import Options
 from ..solvers.bmrm import bmrm
 from .base import StructuredEstimator, training_key
 
@@ -35,13 +34,15 @@ class BMRMStructuredSVM(StructuredEstimator):
     tol : float, default=1e-3
         Stop when the BMRM gap (absolute, on the scale of eq. (1)) is below ``tol``.
     verbose : int, default=0
-        Show a progress bar with the current gap.
+        1: a progress bar with the current gap; 2: also one line per certificate check
+        (objective, gap, seconds).
     warm_start : bool, default=False
         Start from the previous fit's weights and bundle. The cuts lower-bound the empirical
         risk whatever ``alpha``, so they stay valid after changing ``alpha`` or ``max_iter``;
         the data must be the same.
     n_jobs : int or None, default=None
-        Threads of the batched oracle (numba).
+        Threads of the batched oracle (numba). None: 1 unless
+        ``joblib.parallel_config(n_jobs=...)`` says otherwise; -1: all cores.
 
     Attributes
     ----------
@@ -71,7 +72,7 @@ class BMRMStructuredSVM(StructuredEstimator):
 
     _parameter_constraints = {
         **StructuredEstimator._parameter_constraints,
-        "variant": [StrOptions({"qp", "ls"})],
+        "variant": [Options({"qp", "ls"})],
     }
 
     def __init__(self, structure, alpha=None, variant="qp", max_iter=1000, tol=1e-3, verbose=0,
@@ -97,7 +98,7 @@ class BMRMStructuredSVM(StructuredEstimator):
                                  "previous fit (its cutting planes bound that data's risk). "
                                  "Set warm_start=False to fit from scratch.")
             cuts, offsets = previous.bundle_
-            init = previous.coef_
+            init = previous._dense_coef()
         result = bmrm(problem, alpha, variant=self.variant, tol=self.tol,
                       max_iter=self.max_iter, init=init, cuts=cuts, offsets=offsets,
                       n_jobs=self.n_jobs, verbose=self.verbose)

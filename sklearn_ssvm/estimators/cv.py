@@ -2,13 +2,16 @@
 pattern): choose ``alpha`` (and ``l1_ratio``) by K-fold cross-validation, each fold's fits
 warm-started along the decreasing ``alpha`` grid, folds in parallel, then refit."""
 import inspect
+import warnings
 from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import check_cv
 
+from .._validation import check_params
 from ..metrics import get_scorer
 from ..penalties import ElasticNet
 from ..path import _take
@@ -24,19 +27,21 @@ CV_PARAMS = ("alphas", "l1_ratios", "cv", "scoring", "refit")
 
 def _fold_scores(estimator, X, Y, train, test, alphas, scorer):
     """Scores on ``test`` of fits on ``train`` along ``alphas`` (descending), each fit
-    warm-started from the previous one, the training examples packed once."""
+    warm-started from the previous one, the training examples packed once; and how many of
+    the fits stopped at ``max_iter``."""
     est = estimator.set_params(warm_start=True)  # a clone of its own (see fit)
-    est._validate_params()
+    check_params(est)
     X_train, Y_train = _take(X, train), _take(Y, train)
     X_test, Y_test = _take(X, test), _take(Y, test)
     structure = clone(est.structure)
     problem = structure.prepare(X_train, Y_train)
-    scores = []
+    scores, short = [], 0
     for alpha in alphas:
         est.set_params(alpha=float(alpha))._fit_prepared(structure, problem, X_train, Y_train)
+        short += est._stopped_at_max_iter()
         scores.append(est.score(X_test, Y_test) if scorer is None
                       else scorer(est, X_test, Y_test))
-    return scores
+    return scores, short
 
 
 class _CrossValidated:
@@ -92,8 +97,14 @@ class _CrossValidated:
         jobs = [delayed(_fold_scores)(clone(estimator).set_params(l1_ratio=float(r)), X, Y,
                                       train, test, alphas, scorer)
                 for r in l1_ratios for train, test in folds]
-        scores = np.array(Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)).reshape(
-            len(l1_ratios), len(folds), len(alphas))
+        runs = Parallel(n_jobs=self.n_jobs, prefer="threads")(jobs)
+        scores = np.array([s for s, _ in runs]).reshape(len(l1_ratios), len(folds), len(alphas))
+        short = sum(k for _, k in runs)
+        if short:  # one warning for the grid, not one per fit
+            warnings.warn(f"{short} of {scores.size} fold fits stopped at max_iter="
+                          f"{estimator.max_iter} before their duality gap reached tol="
+                          f"{estimator.tol}; increase max_iter for certified scores.",
+                          ConvergenceWarning)
         mean = scores.mean(axis=1)
         i, j = np.unravel_index(int(np.argmax(mean)), mean.shape)  # first max: largest alpha
         results = {"param_l1_ratio": np.repeat(l1_ratios, len(alphas)),

@@ -4,12 +4,13 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model._base import LinearClassifierMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import Interval, Options, check_params
 
 from ..solvers._common import interruptible, stop_requested
 from ..solvers.agm import agm
@@ -22,7 +23,7 @@ from .base import warn_interrupted
 MAX_UNSCALED = 2.0**20
 
 
-class PragamSVC(LinearClassifierMixin, BaseEstimator):
+class PragamSVC(ClassifierMixin, BaseEstimator):
     """Linear SVM trained to a certified duality gap by PRAGAM (Saha, Zhang & Vishwanathan).
 
     Minimises, with ``lambda = alpha`` and labels mapped to ``y_i = +-1``,
@@ -58,6 +59,8 @@ class PragamSVC(LinearClassifierMixin, BaseEstimator):
     max_iter : int, default=100_000
         Iterations of the solver per binary problem.
     verbose : int, default=0
+        1: a progress bar with the current gap; 2: also one line per certificate check
+        (objective, gap, seconds).
     warm_start : bool, default=False
         Start PRAGAM from the previous fit's dual points (as ``a_{-1}`` and prox-center) when the
         classes and the number of samples are unchanged.
@@ -96,8 +99,8 @@ class PragamSVC(LinearClassifierMixin, BaseEstimator):
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
-        "solver": [StrOptions({"pragam", "agm-primal", "agm-dual"})],
-        "loss": [StrOptions({"hinge", "f1"})],
+        "solver": [Options({"pragam", "agm-primal", "agm-dual"})],
+        "loss": [Options({"hinge", "f1"})],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "verbose": ["verbose"],
@@ -115,7 +118,6 @@ class PragamSVC(LinearClassifierMixin, BaseEstimator):
         self.verbose = verbose
         self.warm_start = warm_start
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the SVM (one-vs-rest for more than two classes).
 
@@ -128,6 +130,7 @@ class PragamSVC(LinearClassifierMixin, BaseEstimator):
         -------
         self
         """
+        check_params(self)
         previous = dict(self.__dict__)
         try:  # validate_data sets n_features_in_ at once: restore it if anything fails
             with interruptible() as stopped:
@@ -199,6 +202,38 @@ class PragamSVC(LinearClassifierMixin, BaseEstimator):
             X, y, alpha, formulation=formulation, loss=self.loss,
             fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
             verbose=self.verbose)
+
+    def decision_function(self, X):
+        """``<x, coef_> + intercept_`` per class (one column per class with more than two,
+        else the positive class's score).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", reset=False)
+        scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """The class of the largest score (two classes: the positive one when it is > 0).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        best = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
+        return self.classes_[best]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

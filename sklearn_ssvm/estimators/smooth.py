@@ -2,11 +2,11 @@
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from .._validation import Interval, Options
 from ..solvers import prox_linear, smooth
 from ..solvers.agm import agm_structured
 from ..structures.base import smoothing_code
@@ -195,16 +195,16 @@ class SmoothSSVMClassifier(StructuredEstimator):
     _parameter_constraints = {
         **StructuredEstimator._parameter_constraints,
         "l1_ratio": [Interval(Real, 0, 1, closed="left")],
-        "smoothing": [StrOptions({"l2", "entropy"}), None],
+        "smoothing": [Options({"l2", "entropy"}), None],
         "top_k": [Interval(Integral, 1, None, closed="left"), None],
         "mu": [Interval(Real, 0, None, closed="left")],
-        "mu_schedule": [StrOptions({"expo", "const", "linear"})],
-        "solver": [StrOptions({"casimir-svrg", "svrg", "sgd", "agm"})],
+        "mu_schedule": [Options({"expo", "const", "linear"})],
+        "solver": [Options({"casimir-svrg", "svrg", "sgd", "agm"})],
         "kappa": [Interval(Real, 0, None, closed="neither"), None],
         "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
-        "warm_start_rule": [StrOptions({"prox-center", "extrapolation", "prev-iterate"})],
+        "warm_start_rule": [Options({"prox-center", "extrapolation", "prev-iterate"})],
         "warmup": [Interval(Integral, 0, None, closed="left")],
-        "early_stopping": [StrOptions({"auto"}), "boolean"],
+        "early_stopping": [Options({"auto"}), "boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "feature_map": [None, object],
@@ -322,10 +322,10 @@ class SmoothSSVMClassifier(StructuredEstimator):
             smooth.check_dense_penalty(penalty)
         init = None
         if previous is not None:
-            if previous.coef_.shape[0] != problem.n_params:
+            init = previous._dense_coef()
+            if init.shape[0] != problem.n_params:
                 raise ValueError("warm_start=True needs data with the same features and labels "
                                  "as the previous fit.")
-            init = previous.coef_
         tracker = None
         if self._early_stops(problem.n_samples):
             n = problem.n_samples
@@ -378,7 +378,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
             raise ValueError("the prox-linear inner solver needs smoothing='l2' or 'entropy'.")
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
         smoothing = self._smoothing(problem.kind)
-        w0 = (previous.coef_ if previous is not None
+        w0 = (previous._dense_coef() if previous is not None
               else clone(self.feature_map).init_params(problem.n_features))
         if w0.shape[0] != self.feature_map.n_params(problem.n_features):
             raise ValueError("warm_start=True needs data with the same features as the "
@@ -408,7 +408,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
         if getattr(self, "feature_map_", None) is None:
             return super().predict(X)
         self.structure_.pack(X)  # validates X
-        return np.array([int(np.argmax(self.feature_map_.scores(x, self.coef_))) for x in X])
+        coef = self._dense_coef()
+        return np.array([int(np.argmax(self.feature_map_.scores(x, coef))) for x in X])
 
     def decision_function(self, X):
         """As :meth:`BCFWStructuredSVM.decision_function`; with ``feature_map``, the score of
@@ -417,7 +418,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
         if getattr(self, "feature_map_", None) is None:
             return super().decision_function(X)
         self.structure_.pack(X)  # validates X
-        return np.array([float(np.max(self.feature_map_.scores(x, self.coef_))) for x in X])
+        coef = self._dense_coef()
+        return np.array([float(np.max(self.feature_map_.scores(x, coef))) for x in X])
 
     def score(self, X, y):
         """``1 - mean task loss`` of the predictions, in [0, 1]."""
@@ -434,7 +436,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
         if getattr(self, "feature_map_", None) is None:
             return self.primal_objective(X, Y)
         problem = self._packed(X, Y)
-        return prox_linear.nonlinear_objective(self.feature_map_, X, Y, problem.y, self.coef_,
+        return prox_linear.nonlinear_objective(self.feature_map_, X, Y, problem.y,
+                                               self._dense_coef(),
                                                self.alpha_)
 
     def smoothed_objective(self, X, Y, mu):
@@ -444,5 +447,6 @@ class SmoothSSVMClassifier(StructuredEstimator):
             raise ValueError("smoothed_objective is defined for linear scores (no feature_map).")
         problem = self._packed(X, Y)
         smoothing = self._smoothing(problem.kind, mu)
-        return self._penalty(self.alpha_).value(self.coef_) + smooth.full_gradient(
-            problem, self.coef_, smoothing).value
+        coef = self._dense_coef()
+        return (self._penalty(self.alpha_).value(coef)
+                + smooth.full_gradient(problem, coef, smoothing).value)

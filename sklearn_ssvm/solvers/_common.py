@@ -4,22 +4,19 @@ import threading
 import time
 from contextlib import contextmanager
 
+import joblib
 import numba
 from tqdm.auto import tqdm
 
 
 @contextmanager
 def numba_threads(n_jobs):
-    """Run batched kernels on ``n_jobs`` numba threads (scikit-learn's meaning of n_jobs)."""
+    """Run batched kernels on ``n_jobs`` numba threads, in scikit-learn's meaning: None is 1
+    unless ``joblib.parallel_config(n_jobs=...)`` says otherwise, -1 all cores, -2 all but one
+    (at most ``NUMBA_NUM_THREADS``)."""
     previous = numba.get_num_threads()
-    available = numba.config.NUMBA_NUM_THREADS
-    if n_jobs is None:
-        wanted = previous
-    elif n_jobs < 0:
-        wanted = max(1, available + 1 + n_jobs)
-    else:
-        wanted = n_jobs
-    numba.set_num_threads(max(1, min(wanted, available)))
+    wanted = joblib.effective_n_jobs(n_jobs)
+    numba.set_num_threads(max(1, min(wanted, numba.config.NUMBA_NUM_THREADS)))
     try:
         yield
     finally:
@@ -40,8 +37,36 @@ class Clock:
         return time.process_time() - self.cpu0
 
 
-def progress_bar(total, verbose, desc):
-    return tqdm(total=total, disable=not verbose, desc=desc, unit="pass", leave=verbose > 1)
+class progress_bar:
+    """A fit's progress: with ``verbose >= 1`` a tqdm bar over the passes (or epochs,
+    iterations), with ``verbose >= 2`` also one line per certificate check
+    (:meth:`log`: the objective, the gap, the seconds so far)."""
+
+    def __init__(self, total, verbose, desc):
+        self.verbose, self.desc, self.clock = verbose, desc, Clock()
+        self.bar = tqdm(total=total, disable=not verbose, desc=desc, unit="pass",
+                        leave=verbose > 1)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def update(self, n=1):
+        self.bar.update(n)
+
+    def set_postfix(self, **values):
+        self.bar.set_postfix(**values)
+
+    def close(self):
+        self.bar.close()
+
+    def log(self, step, **values):
+        """Write ``desc step: name value, ..., seconds`` above the bar (``verbose >= 2``)."""
+        if self.verbose >= 2:
+            text = ", ".join(f"{name} {value:.6g}" for name, value in values.items())
+            tqdm.write(f"{self.desc} {step}: {text}, {self.clock.wall():.1f} s")
 
 
 class _Interrupts:

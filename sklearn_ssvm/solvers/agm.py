@@ -259,6 +259,7 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
                 record.update(primal=primal, dual=dual, gap=gap)
                 converged = gap <= tol
                 bar.set_postfix(gap=f"{gap:.2e}")
+                bar.log(f"iteration {k}", primal=primal, dual=dual, gap=gap)
             record.update(time=clock.wall(), cpu_time=clock.cpu())
             history.append(record)
             bar.update()

@@ -486,6 +486,7 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
                               gap=cert.gap)
                 converged = cert.gap <= tol
                 bar.set_postfix(gap=f"{cert.gap:.2e}")
+                bar.log(f"pass {it}", primal=cert.primal, dual=cert.dual, gap=cert.gap)
             record.update(time=clock.wall(), cpu_time=clock.cpu())
             history.append(record)
             bar.update()

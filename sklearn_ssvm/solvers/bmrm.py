@@ -209,6 +209,7 @@ def bundle_method(oracle, coef0, alpha, *, variant="qp", tol=1e-3, max_iter=1000
             history.append(dict(iter=t, objective=J, lower_bound=lower, gap=gap,
                                 time=clock.wall(), cpu_time=clock.cpu()))
             bar.set_postfix(gap=f"{gap:.2e}")
+            bar.log(f"iteration {t}", objective=J, lower_bound=lower, gap=gap)
             bar.update()
             if gap <= tol:
                 converged = True

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._kernels.pragam import (DUAL, GAP, N_HIST, PRIMAL, hinge_objective, min_bias_interval,
                                pragam_chunk, pragam_start, project_q2_into)
-from ._common import Clock, stop_requested
+from ._common import Clock, progress_bar, stop_requested
 
 #: factor on the power-iteration estimate of sigma_max(X)^2: the Rayleigh quotient approaches
 #: it from below, and an underestimated L voids the bound of eq. (26) (spec 003 §2.4)
@@ -163,6 +163,7 @@ def pragam(X, y, alpha, *, fit_intercept=False, tol=1e-6, max_iter=1000, verbose
     pragam_start(*arrays, y, alpha, L, center, fit_intercept, w, u, a)
     rows, walls, cpus = [], [], []
     k, chunk, status = 0, 1, 0
+    bar = progress_bar(max_iter, verbose, "PRAGAM")
     while status == 0:
         # chunks grow geometrically: fine time stamps early, little Python overhead later
         k1 = min(k + chunk - 1, max_iter)
@@ -175,12 +176,14 @@ def pragam(X, y, alpha, *, fit_intercept=False, tol=1e-6, max_iter=1000, verbose
         walls.append(wall0 + frac * (clock.wall() - wall0))
         cpus.append(cpu0 + frac * (clock.cpu() - cpu0))
         rows.append(hist[:span])
-        if verbose:
-            print(f"pragam k={last} primal={hist[span - 1, PRIMAL]:.10g} "
-                  f"gap={hist[span - 1, GAP]:.3e}")
+        bar.update(span)
+        bar.set_postfix(gap=f"{hist[span - 1, GAP]:.2e}")
+        bar.log(f"iteration {last}", primal=hist[span - 1, PRIMAL], dual=hist[span - 1, DUAL],
+                gap=hist[span - 1, GAP])
         k, chunk = last + 1, min(2 * chunk, MAX_CHUNK)
         if stop_requested():  # Ctrl-C between chunks (at most MAX_CHUNK iterations each)
             break
+    bar.close()
     table = np.vstack(rows)
     iters = np.arange(last + 1)
     # eq. (26) with D2 = max_{Q2} d2 = 1/(2n) and sigma2 = 1

@@ -317,6 +317,7 @@ def prox_linear_loop(feature_map, X, losses, y_true, alpha, solve, *, eta, max_i
             record.update(callback(k, w) or {})
         history.append(record)
         bar.set_postfix(objective=f"{value:.4g}")
+        bar.log(f"step {k}", objective=value, gradient_mapping=grad_mapping)
         bar.update()
         converged = grad_mapping <= tol
         if converged or stop_requested():

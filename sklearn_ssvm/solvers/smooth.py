@@ -281,6 +281,7 @@ class Monitor:
             record.update(said)
         self.history.append(record)
         self.bar.set_postfix(objective=f"{value:.4g}", gap=f"{gap:.2e}")
+        self.bar.log(f"epoch {epoch}", objective=value, gap=gap)
         self.bar.update()
         self.eval_wall += self.clock.wall() - wall - self.eval_wall
         self.eval_cpu += self.clock.cpu() - cpu - self.eval_cpu
