@@ -45,7 +45,7 @@ TASKS = {
 #: pairwise steps, 30 passes, and ``alpha`` cross-validated on the training set (3 folds over
 #: 1e-4, 3e-4, 1e-3, 3e-3; 10 / 20 / 30 passes compared the same way)
 RECOMMENDED = {"chunking": dict(alpha=1e-3), "ner": dict(alpha=3e-4)}
-#: the l1 share of the elastic-net rows (not cross-validated: see doc/index.md)
+#: the l1 share of the elastic-net rows (not cross-validated: see doc/user_guide.md)
 L1_RATIO = 0.5
 
 MODELS = {

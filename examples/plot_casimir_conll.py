@@ -9,10 +9,11 @@ without early stopping, so the curves follow the objective on all examples. The 
 oracle calls / n as the paper does: an SVRG epoch counts two per example (full gradients are not
 counted), SGD epochs and BCFW passes one.
 
-    python examples/plot_casimir_conll.py [output.png] [--epochs 15]
-                                          [--data ../shared/datasets/conll2000]
+    python examples/plot_casimir_conll.py [output.png] [--epochs 15] [--data DIR]
 
-Needs the CoNLL-2000 files (not bundled); takes a few minutes.
+Needs the CoNLL-2000 files (not bundled: ``train.txt.gz`` and ``test.txt.gz`` in ``DIR``,
+by default ``conll2000`` under :func:`~sklearn_ssvm.datasets.get_data_home`, i.e. the
+``SKLEARN_SSVM_DATA`` folder); takes a few minutes.
 """
 import argparse
 from pathlib import Path
@@ -23,15 +24,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF, SmoothSSVMClassifier  # noqa: E402
-from sklearn_ssvm.datasets import load_conll2000_chunking  # noqa: E402
+from sklearn_ssvm.datasets import get_data_home, load_conll2000_chunking  # noqa: E402
 from sklearn_ssvm.metrics import chunk_f1_score  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("output", nargs="?", default="casimir_conll.png")
 parser.add_argument("--epochs", type=int, default=15)
-parser.add_argument("--data", type=Path,
-                    default=Path(__file__).resolve().parents[2] / "shared" / "datasets"
-                    / "conll2000")
+parser.add_argument("--data", type=Path, default=get_data_home() / "conll2000")
 args = parser.parse_args()
 
 data = load_conll2000_chunking(args.data)

@@ -7,10 +7,11 @@ F1, on the training set only), then reports the development set ``eng.testa``: t
 and a per-type classification report, as conlleval counts them. Plots the learned transition
 weights (labels x labels) and the cross-validation curve.
 
-    python examples/plot_ner_conll2003.py [output.png] [--folds 5]
-                                          [--data ../shared/datasets/conll2003]
+    python examples/plot_ner_conll2003.py [output.png] [--folds 5] [--data DIR]
 
-Needs the CoNLL-2003 files (not bundled); takes a few minutes on 2 cores.
+Needs the CoNLL-2003 files (not bundled: ``eng.train.gz`` and ``eng.testa.gz`` in ``DIR``, by
+default ``conll2003`` under :func:`~sklearn_ssvm.datasets.get_data_home`, i.e. the
+``SKLEARN_SSVM_DATA`` folder); takes a few minutes on 2 cores.
 """
 import argparse
 from pathlib import Path
@@ -22,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 
 from sklearn_ssvm import BCFWStructuredSVMCV, ChainCRF  # noqa: E402
-from sklearn_ssvm.datasets import read_conll  # noqa: E402
+from sklearn_ssvm.datasets import get_data_home, read_conll  # noqa: E402
 from sklearn_ssvm.feature_extraction import (SequenceVectorizer,  # noqa: E402
                                              chunking_token_features)
 from sklearn_ssvm.inspection import top_state_features, transition_weights  # noqa: E402
@@ -31,9 +32,7 @@ from sklearn_ssvm.metrics import chunk_precision_recall_f1  # noqa: E402
 parser = argparse.ArgumentParser()
 parser.add_argument("output", nargs="?", default="ner_conll2003.png")
 parser.add_argument("--folds", type=int, default=5)
-parser.add_argument("--data", type=Path,
-                    default=Path(__file__).resolve().parents[2] / "shared" / "datasets"
-                    / "conll2003")
+parser.add_argument("--data", type=Path, default=get_data_home() / "conll2003")
 args = parser.parse_args()
 
 

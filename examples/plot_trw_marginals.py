@@ -1,6 +1,6 @@
 """
 TRW marginals: marginal polytope vs local polytope (Krishnan et al. 2015, Fig. 1(e)/(f))
-=======================================================================================
+========================================================================================
 
 On random 10-node complete graphs (spin model, fields U[-1, 1], couplings U[-theta, theta]),
 the error of the marginals and of the log-partition upper bound against the coupling strength,

@@ -5,8 +5,10 @@ tests on fold 0, and prints the certified duality gap, the test error and the ti
 """
 import argparse
 import time
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from . import BCFWStructuredSVM, ChainCRF
 from .datasets import load_ocr_letters, split_folds
@@ -27,7 +29,9 @@ def main(argv=None):
           f"{len(X_test)} test words, 26 letters, 16x8 pixels.")
 
     t = time.perf_counter()
-    BCFWStructuredSVM(ChainCRF(), max_iter=1).fit(X_train[:20], Y_train[:20])
+    with warnings.catch_warnings():  # one pass on 20 words, to compile: not a fit to judge
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        BCFWStructuredSVM(ChainCRF(), max_iter=1).fit(X_train[:20], Y_train[:20])
     print(f"numba kernels ready in {time.perf_counter() - t:.1f} s "
           f"(compiled once, then cached)")
 

@@ -121,7 +121,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     The sequence counterpart of :class:`~sklearn.feature_extraction.DictVectorizer`
     and :class:`~sklearn.feature_extraction.FeatureHasher`: each token is a
     dict of attributes, each sequence a list of tokens, and ``transform``
-    returns one CSR matrix of shape (n_tokens_i, n_features_out_) per
+    returns one CSR matrix of shape (n_tokens_i, `n_features_out_`) per
     sequence. As in DictVectorizer, a string value ``v`` of key ``k`` becomes
     the binary feature ``"k=v"``; ``True`` counts as 1 and numbers are kept
     as values. All tokens of all sequences are vectorized in one pass into
@@ -153,7 +153,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
     See Also
     --------
-    chunking_token_features : the CoNLL chunking feature template.
+    chunking_token_features : The CoNLL chunking feature template.
 
     Examples
     --------
@@ -197,8 +197,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
         Returns
         -------
-        self : SequenceVectorizer
-            The fitted vectorizer.
+        SequenceVectorizer
+            The fitted vectorizer (``self``).
         """
         self._fit_flat(X, transform=False)
         return self
@@ -215,7 +215,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
         Returns
         -------
-        Xt : list of scipy.sparse.csr_matrix of shape (n_tokens_i, n_features_out_)
+        list of scipy.sparse.csr_matrix of shape (n_tokens_i, `n_features_out_`)
             One matrix per sequence.
         """
         return self._split(*self._fit_flat(X))
@@ -277,7 +277,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
         Returns
         -------
-        Xt : list of scipy.sparse.csr_matrix of shape (n_tokens_i, n_features_out_)
+        list of scipy.sparse.csr_matrix of shape (n_tokens_i, `n_features_out_`)
             One matrix per sequence.
         """
         return self._split(*self.transform_packed(X))
@@ -296,7 +296,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
         Returns
         -------
-        Xt : scipy.sparse.csr_matrix of shape (n_tokens, n_features_out_)
+        Xt : scipy.sparse.csr_matrix of shape (n_tokens, `n_features_out_`)
             All tokens of all sequences, in order.
         offsets : ndarray of shape (n_sequences + 1,), dtype int64
             Row offsets of the sequences in ``Xt``.
@@ -318,9 +318,14 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
         Returns
         -------
-        feature_names_out : ndarray of str objects
-            Names such as ``"w.lower=the"``. Not available with
-            ``hashing=True`` (hashed columns have no names).
+        ndarray of str objects
+            The feature names in column order, such as ``"w.lower=the"``. Not
+            available with ``hashing=True`` (hashed columns have no names).
+
+        Raises
+        ------
+        AttributeError
+            If ``hashing=True``.
         """
         check_is_fitted(self, "n_features_out_")
         if self.hashing:
@@ -512,8 +517,8 @@ def chunking_token_features(sentence):
 
     Returns
     -------
-    features : list of dict
-        One dict per token, mapping feature keys to str values or True.
+    list of dict
+        The features: one dict per token, mapping feature keys to str values or True.
 
     Examples
     --------

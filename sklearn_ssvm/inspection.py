@@ -39,28 +39,80 @@ def _chain_model(model):
 
 
 def transition_weights(model):
-    """The transition weights as a ``labels x labels`` table.
+    """Return the transition weights as a ``labels x labels`` table.
+
+    Parameters
+    ----------
+    model : estimator or Pipeline
+        A fitted estimator with a ``ChainCRF`` structure (and no ``feature_map``), or a
+        fitted ``Pipeline`` ending in one.
 
     Returns
     -------
     table : ndarray of shape (n_labels, n_labels)
         ``table[a, b]``: the weight of label ``classes[b]`` right after ``classes[a]``.
-    classes : ndarray
+    classes : ndarray of shape (n_labels,)
+        The labels of the rows and columns of ``table`` (the structure's ``classes_``).
+
+    Raises
+    ------
+    ValueError
+        If the model is not fitted with a ``ChainCRF`` structure or has a ``feature_map``.
     """
     est, _ = _chain_model(model)
     return est.structure_.transition_table(est._dense_coef()), est.structure_.classes_
 
 
 def transition_features(model):
-    """``{(label_from, label_to): weight}``, as sklearn-crfsuite's ``transition_features_``."""
+    """Return the transition weights as a dict keyed by pairs of labels.
+
+    ``{(label_from, label_to): weight}``, as sklearn-crfsuite's ``transition_features_``.
+
+    Parameters
+    ----------
+    model : estimator or Pipeline
+        A fitted estimator with a ``ChainCRF`` structure (and no ``feature_map``), or a
+        fitted ``Pipeline`` ending in one.
+
+    Returns
+    -------
+    dict
+        Maps every pair ``(label_from, label_to)`` of labels to the float weight of
+        ``label_to`` right after ``label_from`` (see :func:`transition_weights`).
+
+    Raises
+    ------
+    ValueError
+        If the model is not fitted with a ``ChainCRF`` structure or has a ``feature_map``.
+    """
     table, classes = transition_weights(model)
     return {(a, b): float(table[i, j]) for i, a in enumerate(classes.tolist())
             for j, b in enumerate(classes.tolist())}
 
 
 def state_features(model):
-    """``{(feature_name, label): weight}`` of the non-zero token-feature weights, as
-    sklearn-crfsuite's ``state_features_``."""
+    """Return the non-zero token-feature weights as a dict keyed by (feature, label) pairs.
+
+    ``{(feature_name, label): weight}`` of the non-zero token-feature weights, as
+    sklearn-crfsuite's ``state_features_``.
+
+    Parameters
+    ----------
+    model : estimator or Pipeline
+        A fitted estimator with a ``ChainCRF`` structure (and no ``feature_map``), or a
+        fitted ``Pipeline`` ending in one.
+
+    Returns
+    -------
+    dict
+        Maps ``(feature_name, label)`` to the float weight, for the non-zero weights
+        only; the position biases are named as in the module docstring.
+
+    Raises
+    ------
+    ValueError
+        If the model is not fitted with a ``ChainCRF`` structure or has a ``feature_map``.
+    """
     est, names = _chain_model(model)
     table = est.structure_.state_table(est._dense_coef())
     rows, cols = np.nonzero(table)
@@ -69,12 +121,25 @@ def state_features(model):
 
 
 def top_state_features(model, n=10):
-    """Per label, the ``n`` token features with the largest weights.
+    """Return, per label, the ``n`` token features with the largest weights.
+
+    Parameters
+    ----------
+    model : estimator or Pipeline
+        A fitted estimator with a ``ChainCRF`` structure (and no ``feature_map``), or a
+        fitted ``Pipeline`` ending in one.
+    n : int, default=10
+        Number of features kept per label.
 
     Returns
     -------
     dict
         ``{label: [(feature_name, weight), ...]}``, weights descending.
+
+    Raises
+    ------
+    ValueError
+        If the model is not fitted with a ``ChainCRF`` structure or has a ``feature_map``.
     """
     est, names = _chain_model(model)
     table = est.structure_.state_table(est._dense_coef())

@@ -34,7 +34,7 @@ def _check_sequences(Y_true, Y_pred):
 
 
 def token_accuracy(Y_true, Y_pred):
-    """Fraction of correctly labelled tokens over all tokens of all sequences.
+    """Compute the fraction of correctly labelled tokens over all tokens of all sequences.
 
     Parameters
     ----------
@@ -45,8 +45,8 @@ def token_accuracy(Y_true, Y_pred):
 
     Returns
     -------
-    accuracy : float
-        Number of tokens whose predicted label equals the true one, divided
+    float
+        The accuracy: number of tokens whose predicted label equals the true one, divided
         by the total number of tokens (every token weighs the same, so long
         sequences weigh more than short ones).
 
@@ -120,11 +120,15 @@ def extract_chunks(tags, scheme="iob", *, _where=""):
     scheme : {"iob", "iobes"}, default="iob"
         Allowed tag prefixes: B/I (and O) for "iob", B/I/E/S (and O) for
         "iobes". A tag outside the scheme raises ValueError.
+    _where : str, default=""
+        Private: text put before the token position in the error message of
+        an invalid tag (:func:`chunk_precision_recall_f1` passes the
+        sequence, e.g. ``"in Y_true[3] "``). Not part of the public API.
 
     Returns
     -------
-    chunks : list of tuple (str, int, int)
-        ``(type, start, end)`` of each chunk in order, ``end`` exclusive
+    list of tuple (str, int, int)
+        The chunks: ``(type, start, end)`` of each chunk in order, ``end`` exclusive
         (``tags[start:end]`` is the chunk).
 
     Examples
@@ -231,7 +235,7 @@ def chunk_precision_recall_f1(Y_true, Y_pred, *, scheme="iob", average="micro"):
 
 
 def chunk_f1_score(Y_true, Y_pred, *, scheme="iob"):
-    """Micro-averaged chunk F1 in [0, 1], exactly as the ``conlleval`` script.
+    """Compute the micro-averaged chunk F1 in [0, 1], exactly as the ``conlleval`` script.
 
     Multiply by 100 to compare with the "FB1" figure conlleval prints. See
     :func:`chunk_precision_recall_f1` for the chunk rules and the
@@ -249,7 +253,9 @@ def chunk_f1_score(Y_true, Y_pred, *, scheme="iob"):
 
     Returns
     -------
-    f1 : float
+    float
+        Chunk F1, the harmonic mean of chunk precision and recall (the third
+        value :func:`chunk_precision_recall_f1` returns with ``average="micro"``).
 
     Examples
     --------
@@ -267,8 +273,10 @@ def _scorer(score_func):
 
 
 def get_scorer(scoring):
-    """A scorer ``scorer(estimator, X, Y)`` for lists of sequences, for ``scoring=`` of
-    ``GridSearchCV``, ``cross_validate`` and the library's CV estimators.
+    """Return a scorer ``scorer(estimator, X, Y)`` for lists of sequences.
+
+    A scorer for ``scoring=`` of ``GridSearchCV``, ``cross_validate`` and the library's CV
+    estimators.
 
     Parameters
     ----------
@@ -280,6 +288,9 @@ def get_scorer(scoring):
     Returns
     -------
     callable
+        The scorer: a scikit-learn scorer built with ``make_scorer`` from
+        :func:`chunk_f1_score` or :func:`token_accuracy` for the two names above, else
+        what scikit-learn's ``get_scorer`` returns for ``scoring``.
 
     Examples
     --------

@@ -276,13 +276,15 @@ class _PathResult:
         raise NotImplementedError
 
     def validation_scores(self, X_val, Y_val, alphas=None):
-        """``1 - mean task loss`` on held-out data at each candidate ``alpha``.
+        """Score ``1 - mean task loss`` on held-out data at each candidate ``alpha``.
 
         Parameters
         ----------
-        X_val, Y_val
-            Validation data, in the format of the training data.
-        alphas : array-like or None
+        X_val : list of arrays or sparse matrices, or 2-D array
+            Validation inputs, in the format of the training data.
+        Y_val : list of label arrays, 1-D array or 2-D indicator matrix
+            Validation labelings, in the format of the training data.
+        alphas : array-like or None, default=None
             Candidate regularisation values (default: the breakpoints / grid points). They
             must be covered by the path.
 
@@ -291,6 +293,7 @@ class _PathResult:
         alphas : ndarray
             The candidates, descending.
         scores : ndarray
+            The validation score of the path's solution at each candidate, in [0, 1].
         """
         problem, score = self.structure_.prediction_scorer(X_val, Y_val)
         cands = self._candidates(alphas)
@@ -304,24 +307,28 @@ class _PathResult:
         return np.array([c[0] for c in cands]), scores
 
     def best_estimator(self, X_val, Y_val, alphas=None):
-        """The fitted estimator of the ``alpha`` scoring best on held-out data, without refit.
+        """Return the fitted estimator of the ``alpha`` scoring best on held-out data.
 
-        Ties go to the largest ``alpha``. The returned estimator is a clone of the one the path
-        was computed with, ``alpha`` set to the choice, and fitted attributes ``coef_``,
-        ``structure_``, ``alpha_``, ``classes_``, ``n_features_in_``, ``duality_gap_`` (the
-        path's certificate at that ``alpha``) and ``validation_score_``; ``predict`` and
-        ``score`` work. It has no dual state, so ``warm_start`` cannot continue from it.
+        There is no refit. Ties go to the largest ``alpha``. The returned estimator is a clone of
+        the one the path was computed with, ``alpha`` set to the choice, and fitted attributes
+        ``coef_``, ``structure_``, ``alpha_``, ``classes_``, ``n_features_in_``,
+        ``duality_gap_`` (the path's certificate at that ``alpha``) and ``validation_score_``;
+        ``predict`` and ``score`` work. It has no dual state, so ``warm_start`` cannot continue
+        from it.
 
         Parameters
         ----------
-        X_val, Y_val
-            Validation data.
-        alphas : array-like or None
+        X_val : list of arrays or sparse matrices, or 2-D array
+            Validation inputs, in the format of the training data.
+        Y_val : list of label arrays, 1-D array or 2-D indicator matrix
+            Validation labelings, in the format of the training data.
+        alphas : array-like or None, default=None
             Candidates (default: the breakpoints / grid points).
 
         Returns
         -------
         BCFWStructuredSVM
+            A clone of the path's estimator with the path's solution at the chosen ``alpha``.
         """
         cand_alphas, scores = self.validation_scores(X_val, Y_val, alphas)
         best = int(np.argmax(scores))  # candidates are descending: first max = largest alpha
@@ -344,7 +351,7 @@ class _PathResult:
 
     @property
     def effective_passes_(self):
-        """Cumulative oracle calls / n at each point (the paper's effective passes)."""
+        """Cumulative oracle calls / n at each point: the paper's effective passes."""
         return self.n_oracle_calls_ / self.n_samples_
 
 
@@ -355,6 +362,32 @@ class RegularizationPath(_PathResult):
     ``alpha >= alphas_[0]`` the path is ``(alphas_[0] / alpha) coefs_[0]``; on
     ``[alphas_[j+1], alphas_[j]]`` it is ``coefs_[j]``; below ``alphas_[J]`` it is ``coefs_[J]``
     down to ``alpha_lower_`` (0 when the path ended with ``Delta <= tau``).
+
+    Built by :func:`regularization_path`, which passes the parameters.
+
+    Parameters
+    ----------
+    estimator : BCFWStructuredSVM
+        The (unfitted) estimator the path was computed with.
+    structure : StructuredModel
+        The structure fitted on the training data.
+    n_samples : int
+        Number of training examples.
+    eps : float
+        Target suboptimality along the path.
+    kappa : float
+        Fraction of ``eps`` each breakpoint is solved to.
+    heuristic : bool
+        Whether the path is the heuristic one of App. K.
+    records : list of dict
+        One per breakpoint, with keys ``alpha``, ``coef``, ``gap``, ``exact``, ``ell``,
+        ``hinge``, ``calls`` and ``time`` (the attributes' entries).
+    stop_reason : str
+        Why the path ended (``stop_reason_``).
+    alpha_lower : float
+        Lower end of the covered range (``alpha_lower_``).
+    start : PathStart
+        The initialisation of Alg. 6 (``init_bound_`` and ``init_gap_bounds_`` are its).
 
     Attributes
     ----------
@@ -429,7 +462,18 @@ class RegularizationPath(_PathResult):
                 f"stop_reason={self.stop_reason_!r})")
 
     def covers(self, alpha):
-        """Whether ``alpha`` is in the certified range ``[alpha_lower_, inf)`` (``alpha > 0``)."""
+        """Tell whether ``alpha`` is in the certified range ``[alpha_lower_, inf)``.
+
+        Parameters
+        ----------
+        alpha : float
+            Regularisation value.
+
+        Returns
+        -------
+        bool
+            Whether ``alpha`` is finite, ``> 0`` and ``>= alpha_lower_``.
+        """
         return bool(np.isfinite(alpha) and alpha > 0 and alpha >= self.alpha_lower_)
 
     def _piece(self, alpha):
@@ -444,11 +488,21 @@ class RegularizationPath(_PathResult):
         return int(np.count_nonzero(self.alphas_ >= alpha)) - 1
 
     def coef_at(self, alpha):
-        """``w(alpha)``: eps-approximate at ``alpha`` (ValueError if not covered).
+        """Return ``w(alpha)``, eps-approximate at ``alpha`` (ValueError if not covered).
 
         ``(alphas_[0] / alpha) coefs_[0]`` for ``alpha > alphas_[0]`` (the first piece, dual
         fixed at ``alpha^inf``), ``coefs_[j]`` for ``alpha`` in ``[alphas_[j+1], alphas_[j]]``
         and ``coefs_[J]`` below the last breakpoint down to ``alpha_lower_``.
+
+        Parameters
+        ----------
+        alpha : float
+            Regularisation value covered by the path (see :meth:`covers`).
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            The path's coefficients at ``alpha`` (a copy).
         """
         j = self._piece(alpha)
         if j < 0:
@@ -456,12 +510,22 @@ class RegularizationPath(_PathResult):
         return self.coefs_[j].copy()
 
     def gap_bound(self, alpha):
-        """Certified upper bound on the duality gap of ``coef_at(alpha)`` at ``alpha``.
+        """Return a certified upper bound on the duality gap of ``coef_at(alpha)`` at ``alpha``.
 
         On piece ``j`` this is the affine certificate of the Prop. 1 dual point (spec 002 §8.3),
         ``G_j(alpha) = alpha ||w^j||^2 + mean_i H~_i(w^j) - (alpha / alpha_j) ell^j``, the exact
         gap at ``alpha = alpha_j``, at most ``eps`` on the piece. Above ``alphas_[0]`` it is the
         bound (11), ``init_bound_ / alpha <= kappa eps``.
+
+        Parameters
+        ----------
+        alpha : float
+            Regularisation value covered by the path (see :meth:`covers`); ValueError if not.
+
+        Returns
+        -------
+        float
+            The bound on the gap (an estimate only on a heuristic path, see ``hinges_``).
         """
         j = self._piece(alpha)
         if j < 0:
@@ -483,6 +547,26 @@ class RegularizationPath(_PathResult):
 
 class GridSearchPath(_PathResult):
     """Solutions of BCFW on a grid of ``alpha`` (the paper's baseline, spec 002 §8.5).
+
+    Built by :func:`grid_search_path`, which passes the parameters.
+
+    Parameters
+    ----------
+    estimator : BCFWStructuredSVM
+        The (unfitted) estimator the grid was solved with.
+    structure : StructuredModel
+        The structure fitted on the training data.
+    n_samples : int
+        Number of training examples.
+    warm_start : {'keep_primal', 'keep_dual'} or None
+        How each solve was started (see :func:`grid_search_path`).
+    tol : float
+        Exact duality gap each solve was to reach.
+    points : list of dict
+        One per grid point, in grid order, with keys ``alpha``, ``coef``, ``gap``, ``calls``
+        (oracle calls of the solve) and ``time`` (its seconds).
+    wall_time : float
+        Wall-clock seconds of the whole search.
 
     Attributes
     ----------
@@ -566,26 +650,28 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
         carried from one breakpoint to the next, rescaled by Prop. 1). Its ``alpha``, ``tol``
         and ``averaging`` are ignored: the path certifies the last iterate. Box constraints
         (``coef_bounds``) and the elastic net (``l1_ratio > 0``) are not supported.
-    X, Y
-        Training data, as for ``estimator.fit``.
+    X : list of arrays or sparse matrices, or 2-D array
+        Training inputs, as for ``estimator.fit``.
+    Y : list of label arrays, 1-D array or 2-D indicator matrix
+        Training labelings, as for ``estimator.fit``.
     eps : float, default=0.1
         Target suboptimality along the whole path (primal objective (1) scale).
     alpha_min : float, default=1e-5
         Stop once a breakpoint ``<= alpha_min`` is reached (the loop runs while the last
         breakpoint is ``> alpha_min``: errata 2).
-    kappa : float in (0, 1) or None
+    kappa : float in (0, 1) or None, default=None
         Each breakpoint is solved to a gap ``<= kappa eps``; ``None``: 0.9, or 0.7 when
         ``heuristic`` (paper App. K).
     heuristic : bool, default=False
         The heuristic path of App. K: the next breakpoint is computed from the block-gap
-        estimates of the solver instead of exact gaps; ``exact_`` is all False. (With the
+        estimates of the solver instead of exact gaps; ``exact_`` is all False. With the
         current solver the estimates are exact after its final gap check; the difference to the
-        exact path is then ``kappa`` and that no extra exact pass is made at ``lambda^inf``.)
-    max_breakpoints : int or None
+        exact path is then ``kappa`` and that no extra exact pass is made at ``lambda^inf``.
+    max_breakpoints : int or None, default=None
         Stop after this many breakpoints (``alphas_[0]`` included).
-    time_budget : float or None
+    time_budget : float or None, default=None
         Stop (after the current breakpoint) once this many seconds have passed.
-    n_jobs : int or None
+    n_jobs : int or None, default=None
         Threads of the batched oracle passes (exact gaps, initialisation); default: the
         estimator's ``n_jobs``. The result does not depend on it.
     verbose : int, default=0
@@ -594,6 +680,7 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
     Returns
     -------
     RegularizationPath
+        The breakpoints, their solutions and certificates, and the covered range.
     """
     _check_positive(eps, "eps")
     if kappa is None:
@@ -747,20 +834,24 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
     estimator : BCFWStructuredSVM
         Supplies ``structure`` and ``max_iter``, ``gap_check``, ``sampling``, ``random_state``
         (and ``step``, ``cache``, ``cache_size``, ``max_active`` if it has them).
-    X, Y
-        Training data.
+    X : list of arrays or sparse matrices, or 2-D array
+        Training inputs, as for ``estimator.fit``.
+    Y : list of label arrays, 1-D array or 2-D indicator matrix
+        Training labelings, as for ``estimator.fit``.
     alphas : array-like, default=2.0 ** np.arange(15, -16, -1)
         The grid (31 values, as in the paper).
     tol : float, default=0.1
         Exact duality gap each solve must reach.
-    warm_start : {'keep_primal', 'keep_dual'} or None
-    n_jobs : int or None
+    warm_start : {'keep_primal', 'keep_dual'} or None, default='keep_primal'
+        How each solve starts (see above).
+    n_jobs : int or None, default=None
         Cold starts: joblib workers over the grid. Warm starts: threads of the exact gap
         passes (default: the estimator's ``n_jobs``).
 
     Returns
     -------
     GridSearchPath
+        The solutions at the grid points, their gaps, oracle calls and times.
     """
     if warm_start not in ("keep_primal", "keep_dual", None):
         raise ValueError(f"warm_start must be 'keep_primal', 'keep_dual' or None, got "
@@ -835,6 +926,23 @@ def _take(X, idx):
 class PathCV:
     """Cross-validated choice of ``alpha`` along regularization paths (:func:`cross_validate_path`).
 
+    Built by :func:`cross_validate_path`, which passes the parameters.
+
+    Parameters
+    ----------
+    alphas : ndarray
+        The candidates, descending.
+    scores : ndarray of shape (n_folds, n_alphas)
+        Validation score of each fold's path at each candidate.
+    paths : list of RegularizationPath
+        One path per fold.
+    path : RegularizationPath
+        The path on all the data.
+    best_alpha : float
+        The chosen ``alpha``.
+    best_estimator : BCFWStructuredSVM
+        ``path``'s solution at ``best_alpha``.
+
     Attributes
     ----------
     alphas_ : ndarray
@@ -878,22 +986,33 @@ def cross_validate_path(estimator, X, Y, cv=5, alphas=None, n_alphas=30, eps=0.1
     Parameters
     ----------
     estimator : BCFWStructuredSVM
-    X, Y
-        Training data.
+        Supplies the structure and the solver settings, as in :func:`regularization_path`.
+    X : list of arrays or sparse matrices, or 2-D array
+        Training inputs, as for ``estimator.fit``.
+    Y : list of label arrays, 1-D array or 2-D indicator matrix
+        Training labelings, as for ``estimator.fit``.
     cv : int or cross-validation splitter, default=5
         Folds (``sklearn.model_selection.KFold(cv)`` for an int, no shuffling).
-    alphas : array-like or None
+    alphas : array-like or None, default=None
         Candidates; default ``n_alphas`` values log-spaced over the range every path covers
         (from the largest ``alphas_[0]`` down to ``alpha_min`` or the paths' lower ends).
     n_alphas : int, default=30
-    eps, alpha_min, kappa, heuristic
+        Number of default candidates (when ``alphas`` is None).
+    eps : float, default=0.1
         As in :func:`regularization_path`.
-    n_jobs : int or None
-        joblib workers over the ``n_folds + 1`` paths.
+    alpha_min : float, default=1e-5
+        As in :func:`regularization_path`.
+    kappa : float in (0, 1) or None, default=None
+        As in :func:`regularization_path`.
+    heuristic : bool, default=False
+        As in :func:`regularization_path`.
+    n_jobs : int or None, default=None
+        Joblib workers over the ``n_folds + 1`` paths.
 
     Returns
     -------
     PathCV
+        The fold scores, the chosen ``alpha`` and the full path's estimator there.
     """
     from sklearn.model_selection import KFold, check_cv
 

@@ -32,14 +32,46 @@ import numpy as np
 
 
 def soft_threshold(v, t):
-    """``sign(v) max(|v| - t, 0)`` entry by entry; ``v`` itself (not a copy) when ``t == 0``."""
+    """Apply the soft-threshold ``sign(v) max(|v| - t, 0)`` entry by entry.
+
+    Returns ``v`` itself (not a copy) when ``t == 0``.
+
+    Parameters
+    ----------
+    v : ndarray
+        Values to threshold.
+    t : float
+        Threshold, ``t >= 0``.
+
+    Returns
+    -------
+    ndarray
+        ``sign(v) max(|v| - t, 0)``, of the shape of ``v``; ``v`` itself when ``t == 0``.
+    """
     if t == 0.0:
         return v
     return np.sign(v) * np.maximum(np.abs(v) - t, 0.0)
 
 
 def check_l1_ratio(l1_ratio):
-    """``l1_ratio`` as a float in ``[0, 1)``, or a ValueError that says why."""
+    """Return ``l1_ratio`` as a float in ``[0, 1)``, or raise a ValueError that says why.
+
+    Parameters
+    ----------
+    l1_ratio : float
+        Elastic net mixing parameter; a real number (not a bool) with
+        ``0 <= l1_ratio < 1``.
+
+    Returns
+    -------
+    float
+        ``l1_ratio`` converted to a float.
+
+    Raises
+    ------
+    ValueError
+        If ``l1_ratio`` is not a real number in ``[0, 1)``.
+    """
     if isinstance(l1_ratio, bool) or not isinstance(l1_ratio, Real) \
             or not 0.0 <= l1_ratio < 1.0:
         raise ValueError(f"l1_ratio must be a number in [0, 1), got {l1_ratio!r}: the l2 part "
@@ -53,6 +85,15 @@ class ElasticNet:
     """``r(w) = (c/2) ||w||^2 + l1 ||w||_1 - <p, w>`` (see the module docstring).
 
     Build it with :meth:`from_alpha`; solvers add proximal terms with :meth:`plus_prox`.
+
+    Parameters
+    ----------
+    c : float
+        Modulus of strong convexity, ``alpha (1 - l1_ratio)`` plus any proximal weights.
+    l1 : float, default=0.0
+        Weight of ``||w||_1``, ``alpha l1_ratio``.
+    p : ndarray of shape (n_params,), default=None
+        Linear term of the proximal centres (None: 0).
 
     Attributes
     ----------
@@ -70,61 +111,215 @@ class ElasticNet:
 
     @classmethod
     def from_alpha(cls, alpha, l1_ratio=0.0):
-        """``alpha ((1 - l1_ratio)/2 ||w||^2 + l1_ratio ||w||_1)``."""
+        """Build the penalty ``alpha ((1 - l1_ratio)/2 ||w||^2 + l1_ratio ||w||_1)``.
+
+        Parameters
+        ----------
+        alpha : float
+            Regularisation strength, ``alpha > 0``.
+        l1_ratio : float, default=0.0
+            Elastic net mixing parameter in ``[0, 1)`` (see :func:`check_l1_ratio`).
+
+        Returns
+        -------
+        ElasticNet
+            The penalty with ``c = alpha (1 - l1_ratio)``, ``l1 = alpha l1_ratio`` and no
+            linear term.
+
+        Raises
+        ------
+        ValueError
+            If ``alpha`` is not positive or ``l1_ratio`` is not in ``[0, 1)``.
+        """
         l1_ratio = check_l1_ratio(l1_ratio)
         if not alpha > 0:
             raise ValueError(f"alpha must be > 0, got {alpha!r}.")
         return cls(float(alpha) * (1.0 - l1_ratio), float(alpha) * l1_ratio)
 
     def plus_prox(self, kappa, center):
-        """This penalty plus ``(kappa/2) ||w - center||^2`` (constant dropped)."""
+        """Return this penalty plus ``(kappa/2) ||w - center||^2`` (constant dropped).
+
+        Parameters
+        ----------
+        kappa : float
+            Weight of the proximal term.
+        center : array-like of shape (n_params,)
+            Centre ``z`` of the proximal term.
+
+        Returns
+        -------
+        ElasticNet
+            A new penalty with ``c + kappa`` and the linear term ``p + kappa center``; this
+            one is left unchanged.
+        """
         p = kappa * np.asarray(center, dtype=float)
         return ElasticNet(self.c + kappa, self.l1, p if self.p is None else self.p + p)
 
     def linear(self, like):
-        """``p`` (zeros shaped like ``like`` when there is none)."""
+        """Return the linear term ``p`` (zeros shaped like ``like`` when there is none).
+
+        Parameters
+        ----------
+        like : ndarray of shape (n_params,)
+            Array whose shape and dtype the zeros take when ``p`` is None.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            ``p``, or ``np.zeros_like(like)`` when ``p`` is None.
+        """
         return np.zeros_like(like) if self.p is None else self.p
 
     def value(self, w):
-        """``r(w)``."""
+        """Return the penalty value ``r(w)``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_params,)
+            Point at which to evaluate the penalty.
+
+        Returns
+        -------
+        float
+            ``r(w) = (c/2) ||w||^2 + l1 ||w||_1 - <p, w>``.
+        """
         value = 0.5 * self.c * w @ w - (0.0 if self.p is None else self.p @ w)
         return value + self.l1 * np.abs(w).sum() if self.l1 else value
 
     def prox(self, v, step):
-        """``argmin_x ||x - v||^2 / (2 step) + r(x) = soft(v + step p, step l1) / (1 + step c)``."""
+        """Return the proximal operator of the penalty.
+
+        ``argmin_x ||x - v||^2 / (2 step) + r(x) = soft(v + step p, step l1) / (1 + step c)``.
+
+        Parameters
+        ----------
+        v : ndarray of shape (n_params,)
+            Point to which the proximal operator is applied.
+        step : float
+            Step size, ``step > 0``.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            The minimiser ``x``.
+        """
         shifted = v if self.p is None else v + step * self.p
         return soft_threshold(shifted, step * self.l1) / (1.0 + step * self.c)
 
     def conjugate(self, u):
-        """``r*(u) = ||soft(u + p, l1)||^2 / (2c)``."""
+        """Return the convex conjugate ``r*(u) = ||soft(u + p, l1)||^2 / (2c)``.
+
+        Parameters
+        ----------
+        u : ndarray of shape (n_params,)
+            Dual point at which to evaluate the conjugate.
+
+        Returns
+        -------
+        float
+            ``r*(u)``.
+        """
         s = soft_threshold(u if self.p is None else u + self.p, self.l1)
         return s @ s / (2.0 * self.c)
 
     def dual_map(self, u):
-        """``w(u) = grad r*(u) = argmax_w <u, w> - r(w) = soft(u + p, l1) / c``."""
+        """Return the primal point of a dual point, the gradient of the conjugate.
+
+        ``w(u) = grad r*(u) = argmax_w <u, w> - r(w) = soft(u + p, l1) / c``.
+
+        Parameters
+        ----------
+        u : ndarray of shape (n_params,)
+            Dual point.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            ``w(u)``.
+        """
         return soft_threshold(u if self.p is None else u + self.p, self.l1) / self.c
 
     def model_min(self, q, c):
-        """``argmin_x (c/2) ||x||^2 - <q, x> + r(x)``: the dual map of the penalty with ``c``
-        more curvature (AGM's model step, spec 001 Assumption 2)."""
+        """Return the minimiser of the model ``(c/2) ||x||^2 - <q, x> + r(x)``.
+
+        ``argmin_x (c/2) ||x||^2 - <q, x> + r(x)``: the dual map of the penalty with ``c``
+        more curvature (AGM's model step, spec 001 Assumption 2).
+
+        Parameters
+        ----------
+        q : ndarray of shape (n_params,)
+            Linear coefficient of the model.
+        c : float
+            Extra curvature added to the penalty's own ``c``.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            ``soft(q + p, l1) / (c + self.c)``.
+        """
         return soft_threshold(q if self.p is None else q + self.p, self.l1) / (c + self.c)
 
     def least_norm_subgradient(self, w, grad):
-        """The least-norm element of ``grad + c w - p + l1 d||w||_1`` (``grad`` a (sub)gradient
-        of the loss part at ``w``): the gradient itself without an l1 part."""
+        """Return the least-norm element of ``grad + c w - p + l1 d||w||_1``.
+
+        The least-norm element of ``grad + c w - p + l1 d||w||_1`` (``grad`` a (sub)gradient
+        of the loss part at ``w``): the gradient itself without an l1 part.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_params,)
+            Current point.
+        grad : ndarray of shape (n_params,)
+            A (sub)gradient of the loss part at ``w``.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            The least-norm subgradient of ``loss + r`` at ``w``.
+        """
         g = grad + self.c * w - self.linear(w)
         if not self.l1 > 0:
             return g
         return np.where(w != 0, g + self.l1 * np.sign(w), soft_threshold(g, self.l1))
 
     def subgradient_distance(self, w, grad):
-        """Largest violation of the optimality condition ``0 in grad + c w - p + l1 d||w||_1``
+        """Return the largest violation of the optimality condition of ``loss + r``.
+
+        Largest violation of the optimality condition ``0 in grad + c w - p + l1 d||w||_1``
         (the largest entry of :meth:`least_norm_subgradient`): 0 at the minimiser of
-        ``loss + r`` when the loss is differentiable there."""
+        ``loss + r`` when the loss is differentiable there.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_params,)
+            Current point.
+        grad : ndarray of shape (n_params,)
+            A (sub)gradient of the loss part at ``w``.
+
+        Returns
+        -------
+        float
+            The largest absolute entry of :meth:`least_norm_subgradient` (0.0 when ``w`` is
+            empty).
+        """
         return float(np.max(np.abs(self.least_norm_subgradient(w, grad)), initial=0.0))
 
 
 def as_penalty(alpha):
-    """A solver's ``alpha`` argument as a penalty: an :class:`ElasticNet` as it is, a number
-    ``alpha`` as the L2 penalty ``alpha/2 ||w||^2``."""
+    """Convert a solver's ``alpha`` argument to a penalty.
+
+    A solver's ``alpha`` argument as a penalty: an :class:`ElasticNet` as it is, a number
+    ``alpha`` as the L2 penalty ``alpha/2 ||w||^2``.
+
+    Parameters
+    ----------
+    alpha : float or ElasticNet
+        Regularisation strength (``alpha > 0``) or a penalty.
+
+    Returns
+    -------
+    ElasticNet
+        ``alpha`` itself if it is an :class:`ElasticNet`, else
+        ``ElasticNet.from_alpha(alpha)``.
+    """
     return alpha if isinstance(alpha, ElasticNet) else ElasticNet.from_alpha(alpha)

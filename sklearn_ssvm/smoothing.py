@@ -84,9 +84,9 @@ def project_simplex(v):
 
     Returns
     -------
-    u : ndarray of shape (m,), float64
-        The projection: ``u >= 0``, ``sum(u) == 1`` up to rounding, with ``u_i == 0.0`` exactly
-        wherever ``v_i - tau <= 0``.
+    ndarray of shape (m,), float64
+        The projection ``u``: ``u >= 0``, ``sum(u) == 1`` up to rounding, with ``u_i == 0.0``
+        exactly wherever ``v_i - tau <= 0``.
 
     Raises
     ------
@@ -95,7 +95,7 @@ def project_simplex(v):
 
     See Also
     --------
-    sklearn_ssvm._kernels.simplex.project_simplex_into : allocation-free numba kernel.
+    sklearn_ssvm._kernels.simplex.project_simplex_into : Allocation-free numba kernel.
     """
     return _project_simplex_unchecked(_check_vector(v, "v"))
 
@@ -210,7 +210,7 @@ def topk_smooth_max(scores_desc, mu):
 
     See Also
     --------
-    sklearn_ssvm._kernels.simplex.topk_weights_into : allocation-free numba kernel.
+    sklearn_ssvm._kernels.simplex.topk_weights_into : Allocation-free numba kernel.
     """
     z = _check_vector(scores_desc, "scores_desc")
     mu = _check_mu(mu)
@@ -232,12 +232,19 @@ def smoothing_bound(kind, m):
     Parameters
     ----------
     kind : {"l2", "entropy", None}
+        Smoothing function ``omega``; None is the hard max.
     m : int
         Number of outputs ``|Y|`` (only used for entropy), ``m >= 1``.
 
     Returns
     -------
-    D : float
+    float
+        The constant ``D_omega``: ``log m``, ``0.5`` or ``0.0``.
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is unknown, or ``kind="entropy"`` and ``m < 1``.
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}.")

@@ -3,15 +3,16 @@
 - :func:`load_ocr_letters` -- handwritten words, bundled with the package;
   :func:`split_folds` splits it by fold.
 - :func:`load_scene` -- multi-label scene classification, read from a given file.
+- :func:`get_data_home` -- where the data sets that are not bundled live.
 - :func:`read_conll` -- CoNLL column files (e.g. CoNLL-2000 chunking), plain or gzip;
   :func:`load_conll2000_chunking` -- CoNLL-2000 with its token features, from a directory.
 - :func:`make_chain_data` -- a synthetic sequence labelling problem.
 - :func:`make_hadamard_bmrm` -- the affine pieces of the worst-case risk for bundle methods.
 """
 
-from ._base import load_ocr_letters, load_scene, split_folds
+from ._base import get_data_home, load_ocr_letters, load_scene, split_folds
 from ._conll import load_conll2000_chunking, read_conll
 from ._samples_generator import make_chain_data, make_hadamard_bmrm
 
-__all__ = ["load_conll2000_chunking", "load_ocr_letters", "load_scene", "read_conll",
+__all__ = ["get_data_home", "load_conll2000_chunking", "load_ocr_letters", "load_scene", "read_conll",
            "make_chain_data", "make_hadamard_bmrm", "split_folds"]

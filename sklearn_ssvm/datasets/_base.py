@@ -75,13 +75,13 @@ def load_ocr_letters(*, return_X_y=False):
 
     Read more in the ``DESCR`` attribute of the returned bunch.
 
-    ==================   ==============================
+    ===================  ==============================
     Words (sequences)    6,877
     Letters (tokens)     52,152
     Features per letter  128 binary pixels (16 x 8)
     Classes              26 ('a' .. 'z')
     Folds                10 (0 .. 9)
-    ==================   ==============================
+    ===================  ==============================
 
     Parameters
     ----------
@@ -90,7 +90,7 @@ def load_ocr_letters(*, return_X_y=False):
 
     Returns
     -------
-    data : :class:`~sklearn.utils.Bunch`
+    data : sklearn.utils.Bunch
         Dictionary-like object with attributes:
 
         data : list of ndarray of shape (n_letters, 128), dtype float64
@@ -108,6 +108,8 @@ def load_ocr_letters(*, return_X_y=False):
             Description of the data set, its splits and its sources.
 
     (data, target) : tuple if ``return_X_y`` is True
+        The lists ``data`` and ``target`` described above, returned instead of
+        the bunch.
 
     Notes
     -----
@@ -159,6 +161,9 @@ def load_ocr_letters(*, return_X_y=False):
 def split_folds(dataset, test_fold=0):
     """Split a data set with ``folds`` into training and test lists by fold.
 
+    The four lists are returned in the order of
+    :func:`sklearn.model_selection.train_test_split`.
+
     Parameters
     ----------
     dataset : Bunch
@@ -169,8 +174,19 @@ def split_folds(dataset, test_fold=0):
 
     Returns
     -------
-    X_train, X_test, Y_train, Y_test : lists
-        In the order of :func:`sklearn.model_selection.train_test_split`.
+    X_train : list
+        The entries of ``dataset.data`` not in ``test_fold``, in their order.
+    X_test : list
+        The entries of ``dataset.data`` in ``test_fold``.
+    Y_train : list
+        The entries of ``dataset.target`` not in ``test_fold``.
+    Y_test : list
+        The entries of ``dataset.target`` in ``test_fold``.
+
+    Raises
+    ------
+    ValueError
+        If no example is in ``test_fold``.
     """
     test = np.asarray(dataset.folds) == test_fold
     if not test.any():
@@ -202,9 +218,11 @@ def load_scene(path=None):
     Returns
     -------
     X_train : ndarray of shape (n_train, n_features), dtype float64
+        Features of the training images.
     Y_train : ndarray of shape (n_train, n_labels), dtype int64
         0/1 label indicator matrix.
     X_test : ndarray of shape (n_test, n_features), dtype float64
+        Features of the test images.
     Y_test : ndarray of shape (n_test, n_labels), dtype int64
         0/1 label indicator matrix.
 
@@ -243,3 +261,23 @@ def _read_scene(source):
     if Y_train.shape != (X_train.shape[0], Y_test.shape[1]) or Y_test.shape[0] != X_test.shape[0]:
         raise ValueError("label matrices do not match the feature matrices")
     return X_train, Y_train, X_test, Y_test
+
+
+def get_data_home(data_home=None):
+    """The folder of the data sets that are not bundled (CoNLL-2000, CoNLL-2003, ...).
+
+    Parameters
+    ----------
+    data_home : path-like or None, default=None
+        Returned as a path when given. None: the ``SKLEARN_SSVM_DATA`` environment variable
+        if set, else ``~/sklearn_ssvm_data``.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder (not created): the examples look for ``conll2000/train.txt.gz``,
+        ``conll2003/eng.train.gz`` and so on under it.
+    """
+    if data_home is None:
+        data_home = os.environ.get("SKLEARN_SSVM_DATA", Path.home() / "sklearn_ssvm_data")
+    return Path(data_home).expanduser()

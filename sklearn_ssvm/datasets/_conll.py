@@ -89,8 +89,8 @@ def read_conll(path_or_file, columns=None, *, encoding="utf-8"):
 
     Returns
     -------
-    sentences : list of list of tuple of str
-        One list per sentence, one tuple of column strings per token (or
+    list of list of tuple of str
+        The sentences: one list per sentence, one tuple of column strings per token (or
         one string per token when ``columns`` is an int). For CoNLL-2000
         chunking files each token is ``(word, pos, chunk_tag)``.
 
@@ -171,7 +171,7 @@ def read_conll(path_or_file, columns=None, *, encoding="utf-8"):
 
 
 def load_conll2000_chunking(directory):
-    """CoNLL-2000 chunking with the CRFsuite tutorial's token features, vectorised.
+    """Load CoNLL-2000 chunking with the CRFsuite tutorial's token features, vectorised.
 
     Reads ``train.txt.gz`` and ``test.txt.gz`` from ``directory`` (the files of
     ``shared/datasets/conll2000``; not bundled: 8,936 training and 2,012 test sentences), builds
@@ -182,12 +182,16 @@ def load_conll2000_chunking(directory):
     Parameters
     ----------
     directory : path-like
+        Directory holding ``train.txt.gz`` and ``test.txt.gz``.
 
     Returns
     -------
-    data : :class:`~sklearn.utils.Bunch`
-        ``X_train``, ``X_test`` (lists of sparse ``(n_tokens, n_attributes)`` matrices),
-        ``Y_train``, ``Y_test`` (lists of lists of chunk tags) and ``vectorizer``.
+    sklearn.utils.Bunch
+        Dictionary-like object with the attributes ``X_train``, ``X_test`` (lists of sparse
+        ``(n_tokens, n_attributes)`` matrices), ``Y_train``, ``Y_test`` (lists of lists of
+        chunk tags) and ``vectorizer`` (the
+        :class:`~sklearn_ssvm.feature_extraction.SequenceVectorizer` fitted on the training
+        sentences).
     """
     from sklearn.utils import Bunch
 

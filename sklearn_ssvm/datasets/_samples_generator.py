@@ -131,6 +131,8 @@ def make_hadamard_bmrm(n_features=16, variant="fixed"):
     n_features : int, default=16
         ``d``, a power of 2 (at least 2).
     variant : {"fixed", "paper"}, default="fixed"
+        The corrected construction (``"fixed"``) or the construction as printed
+        (``"paper"``).
 
     Returns
     -------

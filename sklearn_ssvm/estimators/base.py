@@ -71,6 +71,7 @@ class StructuredEstimator(BaseEstimator):
         Returns
         -------
         self
+            The fitted estimator.
         """
         check_params(self)
         structure = clone(self.structure)  # never self.structure_: a failed fit keeps it
@@ -163,7 +164,21 @@ class StructuredEstimator(BaseEstimator):
         return hasattr(self, "coef_")
 
     def predict(self, X):
-        """Best labeling ``argmax_y <coef_, phi(x, y)>`` of each example."""
+        """Predict the best labeling ``argmax_y <coef_, phi(x, y)>`` of each example.
+
+        Parameters
+        ----------
+        X : list of arrays or sparse matrices, or 2-D array
+            Examples, in the format of ``X`` in :meth:`fit`.
+
+        Returns
+        -------
+        list of ndarray or ndarray
+            The predicted labelings, in the format of ``Y`` in :meth:`fit`: one label array per
+            sequence for ``ChainCRF``, an array of labels for ``BinarySVM`` and
+            ``MulticlassSVM``, a 0/1 indicator matrix for ``MultiLabel``, candidate indices
+            for ``CandidateSet``.
+        """
         check_is_fitted(self, "coef_")
         return self.structure_.predict(X, self._dense_coef())
 
@@ -178,7 +193,10 @@ class StructuredEstimator(BaseEstimator):
         Parameters
         ----------
         X : list of (n_tokens, n_features) matrices
+            The sequences, as for :meth:`fit`.
         temperature : float, default=1.0
+            Temperature of the distribution, a finite number > 0: smaller values make it more
+            peaked.
 
         Returns
         -------
@@ -192,24 +210,42 @@ class StructuredEstimator(BaseEstimator):
         return self.structure_.marginals(X, self._dense_coef(), temperature)
 
     def decision_function(self, X):
-        """Scores: for ``MulticlassSVM`` the ``(n_samples, n_classes)`` class scores, for
-        ``BinarySVM`` ``X @ coef_`` (positive: ``classes_[1]``), otherwise the score
-        ``<coef_, phi(x, y)>`` of each example's predicted output."""
+        """Compute the scores of the examples.
+
+        For ``MulticlassSVM`` the ``(n_samples, n_classes)`` class scores, for ``BinarySVM``
+        ``X @ coef_`` (positive: ``classes_[1]``), otherwise the score ``<coef_, phi(x, y)>`` of
+        each example's predicted output.
+
+        Parameters
+        ----------
+        X : list of arrays or sparse matrices, or 2-D array
+            Examples, in the format of ``X`` in :meth:`fit`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            The scores; ``(n_samples, n_classes)`` for ``MulticlassSVM`` only.
+        """
         check_is_fitted(self, "coef_")
         return self.structure_.decision_function(X, self._dense_coef())
 
     @property
     def transition_features_(self):
-        """``{(label_from, label_to): weight}`` of a chain (sklearn-crfsuite's attribute; see
-        :mod:`sklearn_ssvm.inspection` for tables and named features through a pipeline)."""
+        """Transition weights of a chain, ``{(label_from, label_to): weight}``.
+
+        sklearn-crfsuite's attribute; see :mod:`sklearn_ssvm.inspection` for tables and named
+        features through a pipeline.
+        """
         from ..inspection import transition_features
         return transition_features(self)
 
     @property
     def state_features_(self):
-        """``{(feature, label): weight}`` of a chain's non-zero token-feature weights, features
-        named ``"x0"``, ``"x1"``, ... (see :mod:`sklearn_ssvm.inspection` for the names a
-        ``SequenceVectorizer`` gives)."""
+        """Non-zero token-feature weights of a chain, ``{(feature, label): weight}``.
+
+        Features are named ``"x0"``, ``"x1"``, ... (see :mod:`sklearn_ssvm.inspection` for the
+        names a ``SequenceVectorizer`` gives).
+        """
         from ..inspection import state_features
         return state_features(self)
 
@@ -218,19 +254,49 @@ class StructuredEstimator(BaseEstimator):
         return self.structure_.pack(X, Y)
 
     def score(self, X, y):
-        """``1 - mean task loss``, each in [0, 1]: mean per-sequence token accuracy for chains
-        (also with ``ChainCRF(normalize_loss=False)``), accuracy for classifiers. A label never
-        seen in fit counts as a wrong prediction. ``y``: the labelings, as ``Y`` in ``fit``
-        (scikit-learn's name for the argument)."""
+        """Return ``1 - mean task loss`` of the predictions on ``(X, y)``.
+
+        Each task loss is in [0, 1]: the score is the mean per-sequence token accuracy for
+        chains (also with ``ChainCRF(normalize_loss=False)``), the accuracy for classifiers. A
+        label never seen in fit counts as a wrong prediction.
+
+        Parameters
+        ----------
+        X : list of arrays or sparse matrices, or 2-D array
+            Examples, in the format of ``X`` in :meth:`fit`.
+        y : list of label arrays, 1-D array or 2-D indicator matrix
+            The labelings, as ``Y`` in :meth:`fit` (scikit-learn's name for the argument).
+
+        Returns
+        -------
+        float
+            The score, in [0, 1].
+        """
         check_is_fitted(self, "coef_")
         problem, score = self.structure_.prediction_scorer(X, y)
         y_pred, _, _, _ = problem.run_oracle(self._dense_coef(), False)
         return score(y_pred)
 
     def primal_objective(self, X, Y, alpha=None):
-        """``r(coef_) + mean_i H~_i(coef_)`` on ``(X, Y)`` (spec 002 eq. (1)), ``r`` the penalty
-        (``alpha/2 ||w||^2``, or the elastic net with ``l1_ratio``) at ``alpha`` (default:
-        ``alpha_``)."""
+        """Compute the primal objective ``r(coef_) + mean_i H~_i(coef_)`` on ``(X, Y)``.
+
+        The objective of spec 002 eq. (1), ``r`` the penalty (``alpha/2 ||w||^2``, or the
+        elastic net with ``l1_ratio``) at ``alpha`` (default: ``alpha_``).
+
+        Parameters
+        ----------
+        X : list of arrays or sparse matrices, or 2-D array
+            Examples, in the format of ``X`` in :meth:`fit`.
+        Y : list of label arrays, 1-D array or 2-D indicator matrix
+            Their labelings, in the format of ``Y`` in :meth:`fit`.
+        alpha : float or None, default=None
+            Regularisation of the penalty; None means ``alpha_``, the one of the fit.
+
+        Returns
+        -------
+        float
+            The penalty plus the mean structured hinge loss of ``coef_``.
+        """
         problem = self._packed(X, Y)
         penalty = self._penalty(self.alpha_ if alpha is None else alpha)
         coef = self._dense_coef()
@@ -245,6 +311,7 @@ class StructuredEstimator(BaseEstimator):
         Returns
         -------
         self
+            The estimator, ``coef_`` now sparse.
         """
         check_is_fitted(self, "coef_")
         if not sp.issparse(self.coef_):
@@ -257,6 +324,7 @@ class StructuredEstimator(BaseEstimator):
         Returns
         -------
         self
+            The estimator, ``coef_`` now dense.
         """
         check_is_fitted(self, "coef_")
         self.coef_ = self._dense_coef()

@@ -12,7 +12,7 @@ from .base import StructuredEstimator, training_key
 #: ``alpha=None`` for chains, per unit of the largest loss of a sequence (the normalised loss:
 #: 0.01; the count loss: 0.01 / mean length). At BCFW's defaults it is within 0.55 F1 of the best
 #: of seven alphas on CoNLL-2000 (3-fold CV on train) and CoNLL-2003 (train -> testa), where
-#: 1 / n_samples lost 1.5 and 1.9 (doc/index.md, benchmarks/select_default_alpha.py).
+#: 1 / n_samples lost 1.5 and 1.9 (doc/user_guide.md, benchmarks/select_default_alpha.py).
 CHAIN_DEFAULT_ALPHA = 0.01
 
 

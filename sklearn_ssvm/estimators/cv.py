@@ -76,12 +76,15 @@ class _CrossValidated:
 
         Parameters
         ----------
-        X, Y
-            Training data, as for the wrapped estimator.
+        X : list of arrays or sparse matrices, or 2-D array
+            Training inputs, as for the wrapped estimator's ``fit``.
+        Y : list of label arrays, 1-D array or 2-D indicator matrix
+            Training labelings, as for the wrapped estimator's ``fit``.
 
         Returns
         -------
         self
+            The fitted estimator.
         """
         with interruptible(safe=False):  # Ctrl-C: KeyboardInterrupt, no half-scored grid
             return self._fit(X, Y)
@@ -130,9 +133,12 @@ class _CrossValidated:
 
 
 _CV_DOC = """
+    The other parameters are those of :class:`{name}`, all but ``alpha``,
+    ``l1_ratio`` and ``warm_start`` (which the cross-validation chooses or drives).
+
     Parameters
     ----------
-    structure
+    structure : StructuredModel
         As for :class:`{name}`.
     alphas : int or array-like, default=7
         Candidate ``alpha`` values, or their number, log-spaced from 1e-1 down to 1e-5.
@@ -144,14 +150,13 @@ _CV_DOC = """
     scoring : str, callable or None, default=None
         None: the estimator's ``score``; ``"chunk_f1"``, ``"token_accuracy"`` or any
         scikit-learn scorer (:func:`sklearn_ssvm.metrics.get_scorer`).
-    n_jobs : int or None
-        joblib workers over the folds (threads: the kernels release the GIL); with more than
-        one worker every fit runs on one thread.
     refit : bool, default=True
         Refit on all the data at the chosen ``alpha`` and ``l1_ratio``: the fitted attributes of
         :class:`{name}` (``coef_``, ...) are then this estimator's.
-    **params
-        The other parameters of :class:`{name}`.
+{params}
+    n_jobs : int or None, default=None
+        Joblib workers over the folds (threads: the kernels release the GIL); with more than
+        one worker every fit runs on one thread.
 
     Attributes
     ----------
@@ -165,6 +170,23 @@ _CV_DOC = """
         ``GridSearchCV``-style: ``param_alpha``, ``param_l1_ratio``, ``mean_test_score``,
         ``std_test_score``, ``split{{k}}_test_score``, ``rank_test_score``.
 """
+
+
+def _parameter_docs(estimator_class, names):
+    """The entries of ``estimator_class``'s docstring "Parameters" section for ``names``, in
+    that order, indented for a class docstring (``_CV_DOC``'s ``{params}``)."""
+    lines = inspect.cleandoc(estimator_class.__doc__).splitlines()
+    entries, name = {}, None
+    for i in range(lines.index("Parameters") + 2, len(lines)):
+        if i + 1 < len(lines) and lines[i + 1].strip() and not lines[i + 1].strip("-"):
+            break  # the next section's header
+        line = lines[i]
+        if line and not line[0].isspace():
+            name = line.split(" : ")[0].strip()
+            entries[name] = []
+        if name is not None:
+            entries[name].append(f"    {line}" if line else "")
+    return "\n".join("\n".join(entries[n]).rstrip() for n in names)
 
 
 def _cv_signature(estimator_class):
@@ -190,8 +212,11 @@ def _cross_validated(estimator_class):
 
     __init__.__signature__ = signature
     name = estimator_class.__name__
+    __init__.__qualname__ = f"{name}CV.__init__"  # importable by name, for the API docs
+    own = ("structure",) + CV_PARAMS + ("n_jobs",)  # documented by _CV_DOC itself
+    wrapped = [p for p in list(signature.parameters)[1:] if p not in own]
     doc = (f"``{name}`` with ``alpha`` (and ``l1_ratio``) chosen by cross-validation.\n"
-           + _CV_DOC.format(name=name))
+           + _CV_DOC.format(name=name, params=_parameter_docs(estimator_class, wrapped)))
     return type(f"{name}CV", (_CrossValidated, estimator_class),
                 {"__init__": __init__, "__doc__": doc, "__module__": __name__,
                  "_estimator_class": estimator_class, "_parameter_constraints": {}})

@@ -83,7 +83,7 @@ class PragamSVC(ClassifierMixin, BaseEstimator):
         ``gap``, ``bound`` of spec 003 eq. (26), ``wall``, ``cpu``; see
         :class:`~sklearn_ssvm.solvers.pragam.PragamResult`).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Only when ``X`` has string column names.
 
     Examples
@@ -124,11 +124,14 @@ class PragamSVC(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training vectors.
         y : array-like of shape (n_samples,)
+            Class labels, at least two classes.
 
         Returns
         -------
         self
+            The fitted estimator.
         """
         check_params(self)
         previous = dict(self.__dict__)
@@ -204,16 +207,20 @@ class PragamSVC(ClassifierMixin, BaseEstimator):
             verbose=self.verbose)
 
     def decision_function(self, X):
-        """``<x, coef_> + intercept_`` per class (one column per class with more than two,
-        else the positive class's score).
+        """Compute the scores ``<x, coef_> + intercept_`` of each sample.
+
+        One column per class with more than two classes, else the positive class's score.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples.
 
         Returns
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
+            The scores: one per sample for two classes (positive: ``classes_[1]``), else one
+            per sample and class.
         """
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", reset=False)
@@ -221,15 +228,17 @@ class PragamSVC(ClassifierMixin, BaseEstimator):
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict(self, X):
-        """The class of the largest score (two classes: the positive one when it is > 0).
+        """Predict the class of the largest score (two classes: the positive one when it is > 0).
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples.
 
         Returns
         -------
         ndarray of shape (n_samples,)
+            The predicted class of each sample, from ``classes_``.
         """
         scores = self.decision_function(X)
         best = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)

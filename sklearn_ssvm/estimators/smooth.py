@@ -78,7 +78,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
     ----------
     structure : StructuredModel
         ``ChainCRF()``, ``MultiLabel()``, ``MulticlassSVM()``, ``CandidateSet()``, ...
-    alpha : float or None
+    alpha : float or None, default=None
         Regularisation ``lambda``; None means ``1 / n_samples``.
     l1_ratio : float, default=0.0
         Share of the l1 part of the penalty, in ``[0, 1)`` (scikit-learn's ``SGDClassifier``
@@ -88,31 +88,43 @@ class SmoothSSVMClassifier(StructuredEstimator):
         certify the gap with the elastic net's conjugate. Linear scores on chains, trees,
         multi-class, multi-label and candidate sets: loopy graphs and ``feature_map`` fits
         take ``l1_ratio=0`` only.
-    smoothing : {"l2", "entropy"} or None
-    top_k : int or None
+    smoothing : {"l2", "entropy"} or None, default="l2"
+        The smoother of the structured hinge during training: the l2^2 smoother (over the
+        ``top_k`` best outputs, or all of them with ``top_k=None``), the log-sum-exp, or None
+        for the plain hinge (``solver="sgd"`` only).
+    top_k : int or None, default=5
         ``K`` of the top-K strategy (the paper's 5 for sequences, 10 for candidate sets).
-    mu : float
+    mu : float, default=0.3
         Initial smoothing ``mu_0``. Losses here are normalised (at most 1 per example), so the
         smoothing bias ``mu/2`` (l2) is on the loss scale; the default 0.3 (with the "expo"
         schedule: 0.034 after 10 epochs) reached the lowest objective among 0.03, 0.1, 0.3
         and 1 on CoNLL-2000 chunking, after 10 and after 25 epochs (the paper's 2 is for
         unnormalised Hamming losses of ~20-token sentences).
-    mu_schedule : {"expo", "const", "linear"}
+    mu_schedule : {"expo", "const", "linear"}, default="expo"
         ``mu_k``: ``mu (1 - sqrt(q)/2)^{k/2}`` with ``q = alpha/(alpha+kappa)`` (Cor. 18),
         constant, or ``mu/k`` (Cor. 20). Used by ``"casimir-svrg"``.
-    solver : {"casimir-svrg", "svrg", "sgd", "agm"}
-    kappa : float or None
+    solver : {"casimir-svrg", "svrg", "sgd", "agm"}, default="casimir-svrg"
+        The training algorithm: Casimir-SVRG (Catalyst around SVRG), SVRG at a constant
+        ``mu``, stochastic (sub)gradient, or the batch accelerated gradient method.
+    kappa : float or None, default=None
         Catalyst's proximal weight (``None``: ``alpha``).
-    learning_rate : float or None
+    learning_rate : float or None, default=None
         Step size. None picks it by a short search on a subsample of at most 500 examples:
         learning rates ``mu / R^2 * 2^k`` (``R^2`` a data-based smoothness scale) are each run
         for four epochs from zero (the warm-up included), and the one with the lowest
         objective is kept (``learning_rate_`` tells which). Casimir-SVRG's steps follow the
         smoothing, ``learning_rate * max(mu_k / mu, 1/k)`` (see
         :func:`~sklearn_ssvm.solvers.smooth.casimir_svrg`).
-    warm_start_rule : {"prox-center", "extrapolation", "prev-iterate"}
+    warm_start_rule : {"prox-center", "extrapolation", "prev-iterate"}, default="prox-center"
         Where each inner SVRG epoch starts (§3.3).
-    early_stopping : "auto" or bool
+    warmup : int, default=1
+        Epochs of SGD on the smoothed objective (this ``learning_rate``, step
+        ``learning_rate / (1 + t/n)``, weighted average) that start the SVRG solvers when they
+        start from zero (not on warm starts); 0 starts SVRG at ``w = 0`` as the paper does. A
+        first full gradient at zero, where every output scores alike, makes SVRG's first epochs
+        slow (CoNLL-2000: objective 0.82 after one Casimir-SVRG epoch, 0.15 after one SGD
+        epoch; see :func:`~sklearn_ssvm.solvers.smooth.sgd_warmup`). Counted in ``max_iter``.
+    early_stopping : "auto" or bool, default="auto"
         Hold out ``validation_fraction`` of the examples, score each epoch's coefficients on
         them (``1 - mean task loss``, as :meth:`score`), stop after ``n_iter_no_change`` epochs
         without a better score and keep the best epoch's coefficients. ``"auto"``: on for
@@ -122,25 +134,18 @@ class SmoothSSVMClassifier(StructuredEstimator):
         92.7 after 5 epochs, 91.6 after 25); early stopping finds the better epoch. Set it to
         False to minimise the objective on all the examples (the solver benchmarks do). The
         stochastic solvers only: the AGM solver and ``feature_map`` fits refuse True.
-    validation_fraction : float
+    validation_fraction : float, default=0.1
         Share of the examples held out by early stopping.
-    n_iter_no_change : int
+    n_iter_no_change : int, default=5
         Epochs without a better validation score before early stopping ends the fit.
-    warmup : int
-        Epochs of SGD on the smoothed objective (this ``learning_rate``, step
-        ``learning_rate / (1 + t/n)``, weighted average) that start the SVRG solvers when they
-        start from zero (not on warm starts); 0 starts SVRG at ``w = 0`` as the paper does. A
-        first full gradient at zero, where every output scores alike, makes SVRG's first epochs
-        slow (CoNLL-2000: objective 0.82 after one Casimir-SVRG epoch, 0.15 after one SGD
-        epoch; see :func:`~sklearn_ssvm.solvers.smooth.sgd_warmup`). Counted in ``max_iter``.
-    max_iter : int
+    max_iter : int, default=25
         Epochs (the warm-up's included). The default 25 is the paper's budget of 50 passes
         counted as oracle calls / n (two per SVRG step). At ``alpha = 1/n`` the test score can
         peak long before the objective's optimum (CoNLL-2000, Casimir-SVRG-adapt: chunk F1
         92.7 after 5 epochs, 91.7 after 20): see ``early_stopping``.
-    tol : float
+    tol : float, default=1e-3
         Target certified duality gap (SVRG solvers).
-    feature_map : object or None
+    feature_map : object or None, default=None
         A non-linear score with parameters, e.g.
         :class:`~sklearn_ssvm.feature_maps.MLPFeatureMap` (an ELU network on each candidate's
         features), for ``CandidateSet`` structures: ``score(x, y; coef)`` replaces
@@ -148,17 +153,25 @@ class SmoothSSVMClassifier(StructuredEstimator):
         (spec 000 Algo. 5) with Casimir-SVRG on each linearised problem (``inner_iter`` epochs,
         ``mu_k = mu/k``, the paper's PL-Casimir-SVRG). ``max_iter`` then counts prox-linear
         steps; ``mu_schedule``, ``kappa``, ``warm_start_rule`` and ``tol`` do not apply.
-    eta : float
+    eta : float, default=1.0
         Prox-linear step (with ``feature_map``).
-    inner_iter : int
+    inner_iter : int, default=5
         Casimir-SVRG epochs per prox-linear step (the paper's 5); the cap per step when
         ``inner_tol`` is set.
-    inner_tol : float or None
+    inner_tol : float or None, default=None
         With ``feature_map``: ``eps_0`` of the inexactness schedule (62), ``eps_k = eps_0 / k``;
         step ``k``'s inner solve stops once its certified gap is at most ``eps_k``. None: the
         fixed budget ``inner_iter`` alone, as in the paper's experiments.
-    random_state, verbose, warm_start, n_jobs
-        As in :class:`BCFWStructuredSVM` (``warm_start`` starts from the previous ``coef_``).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the solver's random draws (the sampled examples, the learning-rate search and
+        the early-stopping split).
+    verbose : int, default=0
+        As in :class:`BCFWStructuredSVM`.
+    warm_start : bool, default=False
+        Start from the previous fit's ``coef_`` (data with the same features and labels; not
+        with ``solver="agm"``).
+    n_jobs : int or None, default=None
+        As in :class:`BCFWStructuredSVM`: threads of the batched oracle passes (numba).
 
     Attributes
     ----------
@@ -260,9 +273,11 @@ class SmoothSSVMClassifier(StructuredEstimator):
 
         Parameters
         ----------
-        X, Y
-            As in :meth:`BCFWStructuredSVM.fit`.
-        callback : callable or None
+        X : list of arrays or sparse matrices, or 2-D array
+            Per-example inputs, as in :meth:`BCFWStructuredSVM.fit`.
+        Y : list of label arrays, 1-D array or 2-D indicator matrix
+            Labelings, as in :meth:`BCFWStructuredSVM.fit`.
+        callback : callable or None, default=None
             ``callback(epoch, coef) -> dict or None`` after every epoch, its dict merged into
             that epoch's ``history_`` record (e.g. a validation score); its time is not
             counted in the record's ``time``.
@@ -270,6 +285,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         Returns
         -------
         self
+            The fitted estimator.
         """
         # a feature map scores the raw candidate sets, so they go to the solver too
         return super().fit(X, Y, callback=callback)
@@ -403,7 +419,21 @@ class SmoothSSVMClassifier(StructuredEstimator):
                     history_=result.history, feature_map_=clone(self.feature_map))
 
     def predict(self, X):
-        """Best output of each example (with ``feature_map``: the best-scoring candidate)."""
+        """Predict the best output of each example.
+
+        With ``feature_map``: the best-scoring candidate.
+
+        Parameters
+        ----------
+        X : list of arrays or sparse matrices, or 2-D array
+            Examples, in the format of ``X`` in :meth:`fit`.
+
+        Returns
+        -------
+        list of ndarray or ndarray
+            The predicted labelings, in the format of ``Y`` in :meth:`fit` (with
+            ``feature_map``: the index of each example's best candidate).
+        """
         check_is_fitted(self, "coef_")
         if getattr(self, "feature_map_", None) is None:
             return super().predict(X)
@@ -412,8 +442,21 @@ class SmoothSSVMClassifier(StructuredEstimator):
         return np.array([int(np.argmax(self.feature_map_.scores(x, coef))) for x in X])
 
     def decision_function(self, X):
-        """As :meth:`BCFWStructuredSVM.decision_function`; with ``feature_map``, the score of
-        each example's best candidate."""
+        """Compute the scores of the examples.
+
+        As :meth:`BCFWStructuredSVM.decision_function`; with ``feature_map``, the score of
+        each example's best candidate.
+
+        Parameters
+        ----------
+        X : list of arrays or sparse matrices, or 2-D array
+            Examples, in the format of ``X`` in :meth:`fit`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            The scores; ``(n_samples, n_classes)`` for ``MulticlassSVM`` only.
+        """
         check_is_fitted(self, "coef_")
         if getattr(self, "feature_map_", None) is None:
             return super().decision_function(X)
@@ -422,7 +465,21 @@ class SmoothSSVMClassifier(StructuredEstimator):
         return np.array([float(np.max(self.feature_map_.scores(x, coef))) for x in X])
 
     def score(self, X, y):
-        """``1 - mean task loss`` of the predictions, in [0, 1]."""
+        """Return ``1 - mean task loss`` of the predictions, in [0, 1].
+
+        Parameters
+        ----------
+        X : list of arrays or sparse matrices, or 2-D array
+            Examples, in the format of ``X`` in :meth:`fit`.
+        y : list of label arrays, 1-D array or 2-D indicator matrix
+            The labelings, as ``Y`` in :meth:`fit` (with ``feature_map``: each example's
+            vector of candidate losses).
+
+        Returns
+        -------
+        float
+            The score, in [0, 1].
+        """
         if getattr(self, "feature_map_", None) is None:
             return super().score(X, y)
         y_pred = self.predict(X)  # each example's loss over its largest, as without the map
@@ -431,8 +488,22 @@ class SmoothSSVMClassifier(StructuredEstimator):
         return 1.0 - float(np.mean(losses))
 
     def objective(self, X, Y):
-        """The non-smooth objective ``r(coef_) + mean_i f_i(coef_)`` (eq. (1);
-        eq. (59) with a ``feature_map``)."""
+        """Compute the non-smooth objective ``r(coef_) + mean_i f_i(coef_)``.
+
+        Eq. (1); eq. (59) with a ``feature_map``.
+
+        Parameters
+        ----------
+        X : list of arrays or sparse matrices, or 2-D array
+            Examples, in the format of ``X`` in :meth:`fit`.
+        Y : list of label arrays, 1-D array or 2-D indicator matrix
+            Their labelings, in the format of ``Y`` in :meth:`fit`.
+
+        Returns
+        -------
+        float
+            The objective at ``coef_`` on ``(X, Y)``, at ``alpha_``.
+        """
         if getattr(self, "feature_map_", None) is None:
             return self.primal_objective(X, Y)
         problem = self._packed(X, Y)
@@ -441,7 +512,25 @@ class SmoothSSVMClassifier(StructuredEstimator):
                                                self.alpha_)
 
     def smoothed_objective(self, X, Y, mu):
-        """``r(coef_) + mean_i f_{i,mu}(coef_)`` with this estimator's smoother and penalty."""
+        """Compute the smoothed objective ``r(coef_) + mean_i f_{i,mu}(coef_)``.
+
+        With this estimator's smoother and penalty (linear scores only: not with a
+        ``feature_map``).
+
+        Parameters
+        ----------
+        X : list of arrays or sparse matrices, or 2-D array
+            Examples, in the format of ``X`` in :meth:`fit`.
+        Y : list of label arrays, 1-D array or 2-D indicator matrix
+            Their labelings, in the format of ``Y`` in :meth:`fit`.
+        mu : float
+            The smoothing parameter.
+
+        Returns
+        -------
+        float
+            The smoothed objective at ``coef_`` on ``(X, Y)``, at ``alpha_``.
+        """
         check_is_fitted(self, "coef_")
         if getattr(self, "feature_map_", None) is not None:
             raise ValueError("smoothed_objective is defined for linear scores (no feature_map).")

@@ -53,20 +53,29 @@ class TRWBarrierFW(_MarginalsMixin, BaseEstimator):
     tol : float, default=0.5
         Inner tolerance on the FW gap over the full marginal polytope.
     rho0 : {"matrix_tree", "uniform"} or array, default="matrix_tree"
+        Initial rho: the paper's weighted matrix-tree initialisation, the uniform
+        distribution over spanning trees, or an array of shape ``(n_edges,)``.
     delta_init : float, default=1e-3
         Initial contraction, ``<= 1/4``.
     delta_mode : {"adaptive", "fixed", "none"}, default="adaptive"
+        Algorithm 1, a fixed contraction, or plain FW over ``M`` (``delta = 0``).
     away_steps : bool, default=False
         Away steps in the outer FW over M (MFW).
     correction : bool, default=True
+        MFW correction over the visited vertices (Algorithm 5), inside the loop and after
+        each rho update.
     correction_freq : int, default=1
+        FW iterations between two corrections.
     correction_tol : float, default=0.5
+        Tolerance of the correction (a tenth of it once the FW gap is below 1).
     correction_max_iter : int, default=100
+        Largest number of MFW steps per correction.
     local_search : bool, default=False
         ICM local search after each step (Algorithm 6).
     max_iter : int, default=1000
         FW iterations per rho.
     max_map_calls : int, default=10000
+        Budget of MAP calls over the whole fit.
 
     Attributes
     ----------
@@ -110,7 +119,25 @@ class TRWBarrierFW(_MarginalsMixin, BaseEstimator):
         self.max_map_calls = max_map_calls
 
     def fit(self, mrf, y=None):
-        """Run TRW-Barrier-FW on ``mrf`` (a PairwiseMRF)."""
+        """Run TRW-Barrier-FW on ``mrf`` (a PairwiseMRF).
+
+        Parameters
+        ----------
+        mrf : PairwiseMRF
+            The model.
+        y : None
+            Ignored; present for API consistency.
+
+        Returns
+        -------
+        TRWBarrierFW
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If ``mrf`` is not a ``PairwiseMRF`` or a parameter is invalid.
+        """
         mrf = _check_mrf(mrf)
         oracle = check_map_oracle(self.map_oracle)
         _check_int(self.n_rho_iter, "n_rho_iter", 0)
@@ -151,7 +178,11 @@ class TRWLocalPolytope(_MarginalsMixin, BaseEstimator):
     Parameters
     ----------
     n_rho_iter : int, default=0
+        Updates of rho by Frank-Wolfe over the spanning-tree polytope (TRBP runs
+        ``n_rho_iter + 1`` times).
     rho0 : {"matrix_tree", "uniform"} or array, default="matrix_tree"
+        Initial rho: the paper's weighted matrix-tree initialisation, the uniform
+        distribution over spanning trees, or an array of shape ``(n_edges,)``.
     damping : float, default=0.5
         Weight of the old log message.
     tol : float, default=1e-8
@@ -178,7 +209,25 @@ class TRWLocalPolytope(_MarginalsMixin, BaseEstimator):
         self.max_iter = max_iter
 
     def fit(self, mrf, y=None):
-        """Run TRBP on ``mrf`` (a PairwiseMRF)."""
+        """Run TRBP on ``mrf`` (a PairwiseMRF).
+
+        Parameters
+        ----------
+        mrf : PairwiseMRF
+            The model.
+        y : None
+            Ignored; present for API consistency.
+
+        Returns
+        -------
+        TRWLocalPolytope
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If ``mrf`` is not a ``PairwiseMRF`` or a parameter is invalid.
+        """
         mrf = _check_mrf(mrf)
         _check_int(self.n_rho_iter, "n_rho_iter", 0)
         _check_int(self.max_iter, "max_iter", 1)

@@ -22,14 +22,21 @@ def brute_force_marginals(mrf, max_configurations=2 ** 22):
     Parameters
     ----------
     mrf : PairwiseMRF
+        The model, with log-potentials ``mrf.theta``.
     max_configurations : int, default=2**22
         Refuse larger models (20 binary nodes are ``2**20``).
 
     Returns
     -------
     log_partition : float
+        Exact ``log Z``.
     marginals : ndarray of shape (mrf.dim,)
         Exact node and edge marginals in the flat layout.
+
+    Raises
+    ------
+    ValueError
+        If the model has more than ``max_configurations`` assignments.
     """
     if _n_configurations(mrf) > max_configurations:
         raise ValueError(f"The model has {_n_configurations(mrf):.3g} assignments, more than "
@@ -50,10 +57,27 @@ def grid_marginals(mrf, rows, cols):
     (``W = min(rows, cols)``) and the lines form a chain, solved by forward-backward in the log
     domain (the transfer-matrix method).
 
+    Parameters
+    ----------
+    mrf : PairwiseMRF
+        The model; every node must have the same number of states ``S``.
+    rows : int
+        Number of rows of the grid (``rows * cols == mrf.n_nodes``).
+    cols : int
+        Number of columns of the grid.
+
     Returns
     -------
     log_partition : float
+        Exact ``log Z``.
     marginals : ndarray of shape (mrf.dim,)
+        Exact node and edge marginals in the flat layout.
+
+    Raises
+    ------
+    ValueError
+        If the nodes have different numbers of states, ``rows * cols != mrf.n_nodes``, a line
+        has more than ``2**16`` configurations, or an edge does not join grid neighbours.
     """
     S = mrf.uniform_n_states
     if S is None:
@@ -125,7 +149,22 @@ def grid_marginals(mrf, rows, cols):
 
 def marginal_error(mrf, marginals, exact):
     """``zeta_mu = (1/N) sum_i |mu_i(1) - mu*_i(1)|`` for binary models (spec 004 §3.1); for
-    more states, half the mean l1 distance of the node marginals (the same for binary)."""
+    more states, half the mean l1 distance of the node marginals (the same for binary).
+
+    Parameters
+    ----------
+    mrf : PairwiseMRF
+        The model whose flat layout both vectors follow.
+    marginals : array_like of shape (mrf.dim,)
+        Approximate marginals; only the node entries are compared.
+    exact : array_like of shape (mrf.dim,)
+        Reference marginals; only the node entries are compared.
+
+    Returns
+    -------
+    float
+        ``0.5 * sum |marginals - exact| / n_nodes`` over the node entries.
+    """
     a = np.asarray(marginals)[:mrf.node_offsets[-1]]
     b = np.asarray(exact)[:mrf.node_offsets[-1]]
     return float(0.5 * np.abs(a - b).sum() / mrf.n_nodes)

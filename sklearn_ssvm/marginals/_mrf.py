@@ -148,9 +148,18 @@ class PairwiseMRF:
         Parameters
         ----------
         n_nodes : int
+            Number of spins (``>= 1``).
         edges : array_like of int, shape (n_edges, 2)
+            Undirected edges ``(a, b)``.
         field : float or array_like of shape (n_nodes,)
+            Field of each spin; a scalar is broadcast to every node.
         coupling : float or array_like of shape (n_edges,)
+            Coupling of each edge; a scalar is broadcast to every edge.
+
+        Returns
+        -------
+        PairwiseMRF
+            The binary model (two states per node).
         """
         if not isinstance(n_nodes, numbers.Integral) or n_nodes < 1:
             raise ValueError(f"n_nodes must be a positive int, got {n_nodes!r}.")
@@ -169,6 +178,16 @@ class PairwiseMRF:
         Factors over one variable become node potentials, over two variables edge potentials
         (tables of the same scope are multiplied, a reversed scope is transposed); the log of
         each table is taken. Constant factors are dropped (they only shift log Z).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The ``.uai`` file to read.
+
+        Returns
+        -------
+        PairwiseMRF
+            The model, its edges sorted with ``a < b`` in each pair.
 
         Raises
         ------
@@ -235,7 +254,20 @@ class PairwiseMRF:
         return int(s[0]) if np.all(s == s[0]) else None
 
     def node_blocks(self, vec):
-        """Node blocks of a flat vector: ``(n_nodes, S)`` array, or a list if the sizes differ."""
+        """Node blocks of a flat vector: ``(n_nodes, S)`` array, or a list if the sizes differ.
+
+        Parameters
+        ----------
+        vec : array_like of shape (dim,)
+            A flat marginal or potential vector; only its node part (the first
+            ``node_offsets[-1]`` entries) is read.
+
+        Returns
+        -------
+        ndarray of shape (n_nodes, S) or list of ndarray
+            Row (or list item) ``i`` holds the ``n_states[i]`` entries of node ``i``; a list
+            when the nodes have different numbers of states.
+        """
         vec = np.asarray(vec)
         S = self.uniform_n_states
         if S is not None:
@@ -244,7 +276,20 @@ class PairwiseMRF:
         return [vec[o[i]:o[i + 1]] for i in range(self.n_nodes)]
 
     def edge_blocks(self, vec):
-        """Edge tables of a flat vector: ``(n_edges, S, S)`` array, or a list if sizes differ."""
+        """Edge tables of a flat vector: ``(n_edges, S, S)`` array, or a list if sizes differ.
+
+        Parameters
+        ----------
+        vec : array_like of shape (dim,)
+            A flat marginal or potential vector.
+
+        Returns
+        -------
+        ndarray of shape (n_edges, S, S) or list of ndarray
+            Item ``e`` is the table of edge ``e = (a, b)``, of shape
+            ``(n_states[a], n_states[b])`` and indexed by ``(x_a, x_b)``; a list when the nodes
+            have different numbers of states.
+        """
         vec = np.asarray(vec)
         S = self.uniform_n_states
         if S is not None:
@@ -255,7 +300,23 @@ class PairwiseMRF:
                 for e, (a, b) in enumerate(self.edges)]
 
     def padded_tables(self, vec, fill=-np.inf):
-        """``(unary (N, S_max), pair (E, S_max, S_max))`` with ``fill`` in absent states."""
+        """``(unary (N, S_max), pair (E, S_max, S_max))`` with ``fill`` in absent states.
+
+        Parameters
+        ----------
+        vec : array_like of shape (dim,)
+            A flat marginal or potential vector.
+        fill : float, default=-np.inf
+            Value of the entries of states a variable does not have (``S_max`` is the largest
+            number of states).
+
+        Returns
+        -------
+        unary : ndarray of shape (n_nodes, S_max)
+            Node blocks, padded with ``fill``.
+        pair : ndarray of shape (n_edges, S_max, S_max)
+            Edge tables indexed by ``(x_a, x_b)``, padded with ``fill``.
+        """
         S = int(self.n_states.max())
         unary = np.full((self.n_nodes, S), fill)
         pair = np.full((self.n_edges, S, S), fill)
@@ -266,15 +327,45 @@ class PairwiseMRF:
         return unary, pair
 
     def uniform_marginals(self):
-        """``u_0``: the marginal vector of the uniform distribution (spec 004 §2.3)."""
+        """``u_0``: the marginal vector of the uniform distribution (spec 004 §2.3).
+
+        Returns
+        -------
+        ndarray of float64, shape (dim,)
+            Every entry of a clique block is ``1 / n_c``, ``n_c`` the size of the block.
+        """
         sizes = np.diff(np.concatenate([self.node_offsets, self.edge_offsets[1:]]))
         return 1.0 / np.repeat(sizes, sizes).astype(np.float64)
 
     def clique_sizes(self):
-        """``n_c`` for the ``n_nodes + n_edges`` cliques."""
+        """``n_c`` for the ``n_nodes + n_edges`` cliques.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_nodes + n_edges,)
+            ``n_states[i]`` for the nodes, then ``n_states[a] * n_states[b]`` for the edges.
+        """
         return np.diff(np.concatenate([self.node_offsets, self.edge_offsets[1:]]))
 
     def check_assignment(self, assignment):
+        """Validate a full assignment and return it as int64.
+
+        Parameters
+        ----------
+        assignment : array_like of int, shape (n_nodes,)
+            A state of every node.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_nodes,)
+            A copy of ``assignment``.
+
+        Raises
+        ------
+        ValueError
+            If the shape is not ``(n_nodes,)``, the dtype is not an integer dtype, or a state is
+            outside ``0..n_states[i] - 1``.
+        """
         x = np.asarray(assignment)
         if x.shape != (self.n_nodes,) or not np.issubdtype(x.dtype, np.integer):
             raise ValueError(f"An assignment must be {self.n_nodes} integers.")
@@ -283,26 +374,68 @@ class PairwiseMRF:
         return x.astype(np.int64)
 
     def vertex_index(self, assignment):
-        """Flat indices of the ``n_nodes + n_edges`` ones of ``vertex(assignment)``."""
+        """Flat indices of the ``n_nodes + n_edges`` ones of ``vertex(assignment)``.
+
+        Parameters
+        ----------
+        assignment : array_like of int, shape (n_nodes,)
+            A state of every node.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_nodes + n_edges,)
+            The node entries first, then the edge entries, in node and edge order.
+        """
         x = self.check_assignment(assignment)
         out = np.empty(self.n_nodes + self.n_edges, dtype=np.int64)
         K.vertex_index(x, self.node_offsets, self.edges, self.edge_offsets, self.n_states, out)
         return out
 
     def vertex(self, assignment):
-        """The 0/1 marginal vector of a full assignment (a vertex of the marginal polytope)."""
+        """The 0/1 marginal vector of a full assignment (a vertex of the marginal polytope).
+
+        Parameters
+        ----------
+        assignment : array_like of int, shape (n_nodes,)
+            A state of every node.
+
+        Returns
+        -------
+        ndarray of float64, shape (dim,)
+            One in the entry of each node's state and of each edge's pair of states, zero
+            elsewhere.
+        """
         v = np.zeros(self.dim)
         v[self.vertex_index(assignment)] = 1.0
         return v
 
     def score(self, assignment, potentials=None):
-        """``<potentials, vertex(assignment)>`` (default: the model's ``theta``)."""
+        """``<potentials, vertex(assignment)>`` (default: the model's ``theta``).
+
+        Parameters
+        ----------
+        assignment : array_like of int, shape (n_nodes,)
+            A state of every node.
+        potentials : array_like of shape (dim,) or None, default=None
+            A flat potential vector; None means ``theta``.
+
+        Returns
+        -------
+        float
+            The score of the assignment.
+        """
         pot = self.theta if potentials is None else np.asarray(potentials, dtype=np.float64)
         return float(K.score(pot, self.check_assignment(assignment), self.node_offsets,
                              self.edges, self.edge_offsets, self.n_states))
 
     def is_forest(self):
-        """Whether the graph has no cycle."""
+        """Whether the graph has no cycle.
+
+        Returns
+        -------
+        bool
+            True if the graph is a forest (an empty edge set included).
+        """
         parent = np.arange(self.n_nodes)
 
         def find(a):
@@ -319,6 +452,13 @@ class PairwiseMRF:
         return True
 
     def n_components(self):
+        """Number of connected components of the graph (isolated nodes count as components).
+
+        Returns
+        -------
+        int
+            The number of connected components.
+        """
         from scipy.sparse import coo_matrix
         from scipy.sparse.csgraph import connected_components
         adj = coo_matrix((np.ones(self.n_edges), (self.edges[:, 0], self.edges[:, 1])),
@@ -333,7 +473,20 @@ class PairwiseMRF:
 # -- generators (spec 004 §3.2) ----------------------------------------------------------------
 
 def grid_edges(rows, cols):
-    """4-neighbour grid edges, node ``r * cols + c``: horizontal edges first, then vertical."""
+    """4-neighbour grid edges, node ``r * cols + c``: horizontal edges first, then vertical.
+
+    Parameters
+    ----------
+    rows : int
+        Number of rows of the grid.
+    cols : int
+        Number of columns of the grid.
+
+    Returns
+    -------
+    ndarray of int64, shape (rows * (cols - 1) + (rows - 1) * cols, 2)
+        The edges ``(a, b)``, each with ``a < b``.
+    """
     idx = np.arange(rows * cols).reshape(rows, cols)
     return np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], axis=1),
                            np.stack([idx[:-1].ravel(), idx[1:].ravel()], axis=1)]).astype(np.int64)
@@ -341,7 +494,26 @@ def grid_edges(rows, cols):
 
 def random_complete_graph(n_nodes=10, coupling=1.0, field=1.0, random_state=None):
     """Spin model on the complete graph: ``theta_i ~ U[-field, field]``,
-    ``theta_ij ~ U[-coupling, coupling]`` (spec 004 §3.2 item 1; the paper's K_10 setup)."""
+    ``theta_ij ~ U[-coupling, coupling]`` (spec 004 §3.2 item 1; the paper's K_10 setup).
+
+    Parameters
+    ----------
+    n_nodes : int, default=10
+        Number of spins.
+    coupling : float, default=1.0
+        Edge couplings are drawn uniformly from ``[-coupling, coupling]``.
+    field : float, default=1.0
+        Node fields are drawn uniformly from ``[-field, field]``.
+    random_state : int, numpy.random.Generator or None, default=None
+        A Generator is used as is; an int seed or None is passed to
+        ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    PairwiseMRF
+        A binary model (``PairwiseMRF.ising``) with the ``n_nodes * (n_nodes - 1) / 2``
+        edges ``(a, b)``, ``a < b``, in row-major order.
+    """
     rng = _check_rng(random_state)
     iu = np.triu_indices(n_nodes, 1)
     edges = np.stack(iu, axis=1)
@@ -350,7 +522,28 @@ def random_complete_graph(n_nodes=10, coupling=1.0, field=1.0, random_state=None
 
 
 def random_grid(rows=5, cols=5, coupling=4.0, field=1.0, random_state=None):
-    """Spin model on a ``rows x cols`` 4-neighbour grid (spec 004 §3.2 item 2)."""
+    """Spin model on a ``rows x cols`` 4-neighbour grid (spec 004 §3.2 item 2).
+
+    Parameters
+    ----------
+    rows : int, default=5
+        Number of rows of the grid.
+    cols : int, default=5
+        Number of columns of the grid.
+    coupling : float, default=4.0
+        Edge couplings are drawn uniformly from ``[-coupling, coupling]``.
+    field : float, default=1.0
+        Node fields are drawn uniformly from ``[-field, field]``.
+    random_state : int, numpy.random.Generator or None, default=None
+        A Generator is used as is; an int seed or None is passed to
+        ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    PairwiseMRF
+        A binary model (``PairwiseMRF.ising``) on the edges of ``grid_edges(rows, cols)``;
+        node ``r * cols + c`` sits at row ``r``, column ``c``.
+    """
     rng = _check_rng(random_state)
     edges = grid_edges(rows, cols)
     n = rows * cols
@@ -360,7 +553,28 @@ def random_grid(rows=5, cols=5, coupling=4.0, field=1.0, random_state=None):
 
 def random_rbm(n_visible=20, n_hidden=20, coupling=1.0, field=1.0, random_state=None):
     """Spin model on the complete bipartite graph (a restricted Boltzmann machine, spec §3.2
-    item 3): visible nodes ``0..n_visible-1``, hidden nodes after them."""
+    item 3): visible nodes ``0..n_visible-1``, hidden nodes after them.
+
+    Parameters
+    ----------
+    n_visible : int, default=20
+        Number of visible nodes.
+    n_hidden : int, default=20
+        Number of hidden nodes.
+    coupling : float, default=1.0
+        Edge couplings are drawn uniformly from ``[-coupling, coupling]``.
+    field : float, default=1.0
+        Node fields are drawn uniformly from ``[-field, field]``.
+    random_state : int, numpy.random.Generator or None, default=None
+        A Generator is used as is; an int seed or None is passed to
+        ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    PairwiseMRF
+        A binary model (``PairwiseMRF.ising``) with an edge between every visible and
+        every hidden node.
+    """
     rng = _check_rng(random_state)
     v, h = np.meshgrid(np.arange(n_visible), n_visible + np.arange(n_hidden), indexing="ij")
     edges = np.stack([v.ravel(), h.ravel()], axis=1)

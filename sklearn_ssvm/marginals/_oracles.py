@@ -25,7 +25,21 @@ __all__ = ["MAPResult", "BruteForceMAP", "TreeMAP", "ICMMAP", "GraphCutMAP", "MI
 MAPResult = namedtuple("MAPResult", ["assignment", "value", "upper_bound", "exact"])
 MAPResult.__doc__ = """Result of a MAP call.
 
+Parameters
+----------
 assignment : ndarray of int64, shape (n_nodes,)
+    The labels of the nodes.
+value : float
+    ``<potentials, vertex(assignment)>``.
+upper_bound : float or None
+    A certified upper bound on the maximum, or None if unknown.
+exact : bool
+    Whether ``assignment`` is certified to be a maximiser.
+
+Attributes
+----------
+assignment : ndarray of int64, shape (n_nodes,)
+    The labels of the nodes.
 value : float
     ``<potentials, vertex(assignment)>``.
 upper_bound : float or None
@@ -150,8 +164,12 @@ class ICMMAP(_Oracle):
     Parameters
     ----------
     max_sweeps : int, default=100
+        Largest number of sweeps over the nodes from each start.
     n_restarts : int, default=0
-    random_state : int, Generator or None
+        Number of extra starts from uniformly random assignments.
+    random_state : int, Generator or None, default=None
+        Seed of the generator of the random starts (``numpy.random.default_rng``), created at
+        the first call that needs it and kept across calls.
     """
 
     exact = False
@@ -292,7 +310,9 @@ class BestOfMAP(_Oracle):
 
     Parameters
     ----------
-    oracles : list of MAP oracles
+    oracles : list of callable
+        MAP oracles following the protocol above, run in order (at least one is needed; on
+        equal values the earlier oracle's assignment is kept).
     """
 
     def __init__(self, oracles):
@@ -300,6 +320,7 @@ class BestOfMAP(_Oracle):
 
     @property
     def exact(self):
+        """Whether any of the oracles is exact."""
         return any(getattr(o, "exact", False) for o in self.oracles)
 
     def __call__(self, mrf, potentials, init=None):
@@ -329,6 +350,8 @@ class AutoMAP(_Oracle):
     Parameters
     ----------
     max_configurations : int, default=2**20
+        Largest number of assignments of a model with a cycle that is solved by brute force
+        (``BruteForceMAP``); larger models go to ``MILPMAP``.
     """
 
     exact = True
@@ -338,7 +361,21 @@ class AutoMAP(_Oracle):
         self._cache = (None, None)
 
     def choose(self, mrf):
-        """The oracle used for ``mrf``."""
+        """The oracle used for ``mrf``.
+
+        The choice is cached for the last model seen (compared by identity).
+
+        Parameters
+        ----------
+        mrf : PairwiseMRF
+            The model.
+
+        Returns
+        -------
+        TreeMAP, BruteForceMAP or MILPMAP
+            ``TreeMAP`` if the graph is a forest, else ``BruteForceMAP`` if the model has at
+            most ``max_configurations`` assignments, else ``MILPMAP``.
+        """
         if self._cache[0] is mrf:
             return self._cache[1]
         if mrf.is_forest():

@@ -40,9 +40,10 @@ def update_delta(gap, gap_uniform, delta):
 
     Returns
     -------
-    delta : float
-        ``min(g / (-4 g_u), delta / 2)`` if ``g_u < 0`` and the proposal is below ``delta``,
-        else ``delta`` unchanged. Then ``g_(delta) >= g / 2`` (Lemma D.2).
+    float
+        The new contraction: ``min(g / (-4 g_u), delta / 2)`` if ``g_u < 0`` and the
+        proposal is below ``delta``, else ``delta`` unchanged. Then ``g_(delta) >= g / 2``
+        (Lemma D.2).
     """
     if gap_uniform < 0:
         proposal = gap / (-4.0 * gap_uniform)
@@ -56,6 +57,20 @@ def rescale_weights(alpha, delta, new_delta):
 
     ``alpha'_v = alpha_v (1 - delta) / (1 - delta')`` for ``v != u0`` (atom 0) and
     ``alpha'_0 = 1 - sum_{v != u0} alpha'_v``; valid for ``delta' <= delta``.
+
+    Parameters
+    ----------
+    alpha : array_like of shape (n_atoms,)
+        Barycentric weights under ``delta``; atom 0 is ``u0``.
+    delta : float
+        Current contraction.
+    new_delta : float
+        New contraction (``<= delta``).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_atoms,)
+        The new weights (a new array; ``alpha'_0`` is clipped at 0).
     """
     out = np.array(alpha, dtype=np.float64, copy=True)
     out[1:] *= (1.0 - delta) / (1.0 - new_delta)
@@ -66,7 +81,22 @@ def rescale_weights(alpha, delta, new_delta):
 def initial_rho(mrf, rho0="matrix_tree"):
     """Initial edge appearance probabilities: ``"matrix_tree"`` (the paper's weighted
     matrix-tree initialisation, spec §2.9), ``"uniform"`` (uniform over spanning trees) or an
-    array in the spanning-tree polytope."""
+    array in the spanning-tree polytope.
+
+    Parameters
+    ----------
+    mrf : PairwiseMRF
+        The model.
+    rho0 : {"matrix_tree", "uniform"} or array_like, default="matrix_tree"
+        ``"matrix_tree"`` uses ``matrix_tree_rho(mrf)``, ``"uniform"`` uses
+        ``spanning_tree_edge_probs`` with unit weights; an array of shape ``(mrf.n_edges,)``
+        (entries in ``[0, 1]``) is copied.
+
+    Returns
+    -------
+    ndarray of float64, shape (mrf.n_edges,)
+        The edge appearance probabilities rho.
+    """
     if isinstance(rho0, str):
         if rho0 == "matrix_tree":
             return matrix_tree_rho(mrf)
@@ -85,10 +115,13 @@ class TRWFrankWolfe:
     Parameters
     ----------
     mrf : PairwiseMRF
-    map_oracle : MAP oracle (see ``_oracles``)
-    delta_init : float
-        Initial contraction ``delta^(init) <= 1/4``.
-    delta_mode : {"adaptive", "fixed", "none"}
+        The model.
+    map_oracle : str or callable
+        A MAP oracle (see ``_oracles``) or its name (``"auto"``, ``"brute_force"``,
+        ``"tree"``, ``"icm"``, ``"graphcut"``, ``"milp"``).
+    delta_init : float, default=1e-3
+        Initial contraction ``delta^(init) <= 1/4`` (unused when ``delta_mode="none"``).
+    delta_mode : {"adaptive", "fixed", "none"}, default="adaptive"
         Algorithm 1, a fixed contraction, or plain FW over ``M`` (``delta = 0``).
 
     Attributes
@@ -129,7 +162,18 @@ class TRWFrankWolfe:
 
     # -- atoms ---------------------------------------------------------------------------------
     def add_atom(self, assignment):
-        """Index of the atom of ``assignment``, appended if new (vertices are deduplicated)."""
+        """Index of the atom of ``assignment``, appended if new (vertices are deduplicated).
+
+        Parameters
+        ----------
+        assignment : array_like of int, shape (mrf.n_nodes,)
+            A full assignment (a vertex of the marginal polytope).
+
+        Returns
+        -------
+        int
+            The atom's index in ``alpha``; a new atom gets weight 0.
+        """
         a = np.asarray(assignment, dtype=np.int64)
         key = a.tobytes()
         idx = self._keys.get(key)
@@ -149,14 +193,26 @@ class TRWFrankWolfe:
         return idx
 
     def set_delta(self, new_delta):
-        """Move to a smaller contraction, re-expressing ``x`` by eq. (6) (``x`` is unchanged)."""
+        """Move to a smaller contraction, re-expressing ``x`` by eq. (6) (``x`` is unchanged).
+
+        Parameters
+        ----------
+        new_delta : float
+            The new contraction; ignored unless it is smaller than ``delta``.
+        """
         if new_delta < self.delta:
             self.alpha[:self.n_atoms] = rescale_weights(self.alpha[:self.n_atoms], self.delta,
                                                         new_delta)
             self.delta = float(new_delta)
 
     def barycentre(self):
-        """``sum_a alpha_a v_a(delta)`` (equals ``x`` up to rounding)."""
+        """``sum_a alpha_a v_a(delta)`` (equals ``x`` up to rounding).
+
+        Returns
+        -------
+        ndarray of shape (mrf.dim,)
+            The barycentre of the contracted atoms.
+        """
         out = np.empty(self.mrf.dim)
         K.barycentre(self.alpha, self.atoms, self.n_atoms, self.u0, self.delta, out)
         return out
@@ -168,6 +224,20 @@ class TRWFrankWolfe:
 
     # -- steps ---------------------------------------------------------------------------------
     def value_grad(self, kvec):
+        """Value and gradient of ``f(x) = -TRW(x)`` at the current iterate ``x``.
+
+        Parameters
+        ----------
+        kvec : ndarray of float64, shape (mrf.dim,)
+            Per-coordinate entropy coefficients (``entropy_coefficients(mrf, rho)``).
+
+        Returns
+        -------
+        f : float
+            ``-TRW(x)``.
+        grad : ndarray of shape (mrf.dim,)
+            The gradient of ``f`` at ``x``.
+        """
         grad = np.empty(self.mrf.dim)
         f = K.trw_value_grad(self.x, self.mrf.theta, kvec, grad)
         return f, grad
@@ -175,7 +245,21 @@ class TRWFrankWolfe:
     def correct(self, kvec, tol=0.5, max_iter=100):
         """CORRECTION (Algorithm 5): MFW over ``conv(V_delta)`` from the current weights.
 
-        Returns the FW gap over the correction polytope (``>= 0``).
+        ``x`` and ``alpha`` are updated in place.
+
+        Parameters
+        ----------
+        kvec : ndarray of float64, shape (mrf.dim,)
+            Per-coordinate entropy coefficients (``entropy_coefficients(mrf, rho)``).
+        tol : float, default=0.5
+            Stop when the pairwise gap (FW gap plus away gap) is ``<= tol``.
+        max_iter : int, default=100
+            Largest number of MFW steps.
+
+        Returns
+        -------
+        float
+            The FW gap over the correction polytope (``>= 0``).
         """
         _, gap = K.mfw(self.x, self.alpha, self.atoms, self.n_atoms, self.u0, self.mrf.theta,
                        kvec, self.delta, tol, max_iter)
@@ -221,7 +305,22 @@ class TRWFrankWolfe:
 
     def local_search(self, kvec, assignment, max_iter=30, tol=0.5):
         """LOCALSEARCH (Algorithm 6): FW steps with ICM (warm-started at the last vertex) as an
-        approximate oracle; finds cheap extra vertices for the correction polytope."""
+        approximate oracle; finds cheap extra vertices for the correction polytope.
+
+        Stops when ICM returns its starting assignment, after ``max_iter`` steps, or when the
+        last five gaps are all below ``tol``.
+
+        Parameters
+        ----------
+        kvec : ndarray of float64, shape (mrf.dim,)
+            Per-coordinate entropy coefficients (``entropy_coefficients(mrf, rho)``).
+        assignment : array_like of int, shape (mrf.n_nodes,)
+            Start of the first ICM run (the last MAP assignment).
+        max_iter : int, default=30
+            Largest number of ICM calls.
+        tol : float, default=0.5
+            Tolerance on the FW gaps towards the ICM vertices.
+        """
         mrf = self.mrf
         a = np.array(assignment, dtype=np.int64)
         gaps = []
@@ -245,9 +344,37 @@ class TRWFrankWolfe:
             local_search=False, local_search_max_iter=30, max_map_calls=None, rho_iter=0):
         """Inner loop of Algorithm 2 for fixed ``rho``: until the FW gap over ``M`` is ``<= tol``.
 
+        Parameters
+        ----------
+        rho : array_like of shape (mrf.n_edges,)
+            Edge appearance probabilities, fixed during the run.
+        tol : float, default=0.5
+            Tolerance on the FW gap over ``M``.
+        max_iter : int, default=1000
+            Largest number of FW iterations (one MAP call each).
+        away_steps : bool, default=False
+            Take an away step instead of the FW step when it makes more progress (MFW over M).
+        correction : bool, default=True
+            Run ``correct`` (Algorithm 5) every ``correction_freq`` iterations.
+        correction_freq : int, default=1
+            Iterations between two corrections.
+        correction_tol : float, default=0.5
+            Tolerance of the correction; a tenth of it once the FW gap is below 1.
+        correction_max_iter : int, default=100
+            Largest number of MFW steps per correction.
+        local_search : bool, default=False
+            Run ``local_search`` from the MAP assignment after each step (Algorithm 6).
+        local_search_max_iter : int, default=30
+            Largest number of ICM calls per local search.
+        max_map_calls : int or None, default=None
+            Stop once ``n_map_calls`` (counted over every run of this state) reaches it; None
+            means no limit.
+        rho_iter : int, default=0
+            Index of the outer rho iteration, recorded in ``history``.
+
         Returns
         -------
-        info : dict
+        dict
             ``gap`` (last FW gap over M), ``trw`` (TRW at the point where it was computed),
             ``bound`` (certified ``TRW + gap``, eq. (24)/(25), or None with an inexact oracle),
             ``n_iter``, ``converged``.
@@ -315,10 +442,35 @@ def frank_wolfe_trw(mrf, rho, map_oracle="auto", delta_init=1e-3, delta_mode="ad
     ``correction=True`` with adaptive delta is FCFW (Algorithm 4). Other keywords go to
     ``TRWFrankWolfe.run``.
 
+    Parameters
+    ----------
+    mrf : PairwiseMRF
+        The model.
+    rho : array_like of shape (mrf.n_edges,)
+        Edge appearance probabilities.
+    map_oracle : str or callable, default="auto"
+        A MAP oracle or its name (see ``TRWFrankWolfe``).
+    delta_init : float, default=1e-3
+        Initial contraction, ``<= 1/4``.
+    delta_mode : {"adaptive", "fixed", "none"}, default="adaptive"
+        Algorithm 1, a fixed contraction, or plain FW over ``M``.
+    away_steps : bool, default=False
+        Away steps in the FW over M (MFW).
+    correction : bool, default=True
+        Run the MFW correction (Algorithm 5) during the loop.
+    tol : float, default=0.5
+        Tolerance on the FW gap over ``M``.
+    max_iter : int, default=1000
+        Largest number of FW iterations.
+    **kwargs
+        Further keywords of ``TRWFrankWolfe.run``.
+
     Returns
     -------
     state : TRWFrankWolfe
+        The solver state; ``state.x`` holds the final iterate.
     info : dict
+        The summary returned by ``TRWFrankWolfe.run``.
     """
     state = TRWFrankWolfe(mrf, map_oracle, delta_init, delta_mode)
     info = state.run(np.asarray(rho, dtype=np.float64), tol=tol, max_iter=max_iter,
@@ -340,9 +492,48 @@ def trw_barrier_fw(mrf, map_oracle="auto", rho0="matrix_tree", n_rho_iter=10, to
     visited vertices under the new rho. The bound for a rho is ``TRW(x) + g(x)`` with the full
     polytope gap, certified when the oracle is exact.
 
+    Parameters
+    ----------
+    mrf : PairwiseMRF
+        The model.
+    map_oracle : str or callable, default="auto"
+        A MAP oracle or its name (see ``TRWFrankWolfe``).
+    rho0 : {"matrix_tree", "uniform"} or array_like, default="matrix_tree"
+        Initial rho (see ``initial_rho``).
+    n_rho_iter : int, default=10
+        Updates of rho (the inner problem is solved ``n_rho_iter + 1`` times, once for a
+        model without edges).
+    tol : float, default=0.5
+        Inner tolerance on the FW gap over the full marginal polytope.
+    delta_init : float, default=1e-3
+        Initial contraction, ``<= 1/4``.
+    delta_mode : {"adaptive", "fixed", "none"}, default="adaptive"
+        Algorithm 1, a fixed contraction, or plain FW over ``M``.
+    away_steps : bool, default=False
+        Away steps in the FW over M (MFW).
+    correction : bool, default=True
+        Run the MFW correction inside the inner loop and after each rho update.
+    correction_freq : int, default=1
+        Inner iterations between two corrections.
+    correction_tol : float, default=0.5
+        Tolerance of the correction.
+    correction_max_iter : int, default=100
+        Largest number of MFW steps per correction.
+    local_search : bool, default=False
+        ICM local search after each step (Algorithm 6).
+    local_search_max_iter : int, default=30
+        Largest number of ICM calls per local search.
+    max_iter : int, default=1000
+        FW iterations per rho.
+    max_map_calls : int, default=10000
+        Budget of MAP calls over the whole run.
+    callback : callable or None, default=None
+        Called as ``callback(i, state, rho, info)`` after the inner solve of rho iteration
+        ``i``.
+
     Returns
     -------
-    result : dict
+    dict
         ``state`` (TRWFrankWolfe), ``rho``, ``bounds`` (certified bound per rho iteration, None
         if not certified), ``log_partition_upper`` (smallest certified bound or None), ``trw``,
         ``gap``, ``rho_gaps``.
@@ -381,9 +572,25 @@ def trw_local_polytope(mrf, rho0="matrix_tree", n_rho_iter=0, damping=0.5, tol=1
     """TRW over the local polytope by tree-reweighted belief propagation (the baseline of the
     paper, "TRBP"), optionally with the same FW loop over rho.
 
+    Parameters
+    ----------
+    mrf : PairwiseMRF
+        The model.
+    rho0 : {"matrix_tree", "uniform"} or array_like, default="matrix_tree"
+        Initial rho (see ``initial_rho``).
+    n_rho_iter : int, default=0
+        Updates of rho (TRBP runs ``n_rho_iter + 1`` times, once for a model without edges;
+        the messages are warm-started).
+    damping : float, default=0.5
+        Weight of the old log message, in ``[0, 1)``.
+    tol : float, default=1e-8
+        Largest change of a log message at convergence.
+    max_iter : int, default=2000
+        Sweeps per rho.
+
     Returns
     -------
-    result : dict
+    dict
         ``marginals`` (flat pseudo-marginals), ``trw`` (TRW at them: the local-polytope bound at
         a fixed point), ``rho``, ``converged`` (every TRBP run reached ``tol``), ``n_iter``.
     """

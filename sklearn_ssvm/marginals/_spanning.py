@@ -24,17 +24,21 @@ def spanning_tree_edge_probs(n_nodes, edges, weights=None, min_weight=1e-3):
     Parameters
     ----------
     n_nodes : int
+        Number of nodes.
     edges : array_like of int, shape (n_edges, 2)
+        Undirected edges, endpoints in ``0..n_nodes - 1``.
     weights : array_like of shape (n_edges,) or None
         Non-negative. Weights below ``min_weight * max(weights)`` are raised to it, so that no
         edge gets probability 0 (rho must stay in the relative interior) and zero weights do not
         disconnect the graph; all-zero weights mean unit weights.
     min_weight : float, default=1e-3
+        Floor of the weights, relative to the largest one (unused when ``weights`` is None).
 
     Returns
     -------
-    rho : ndarray of shape (n_edges,)
-        Sums to ``n_nodes - n_components`` (Foster's theorem).
+    ndarray of shape (n_edges,)
+        The edge appearance probabilities ``rho``, clipped to ``[0, 1]``. Sums to
+        ``n_nodes - n_components`` (Foster's theorem).
     """
     edges = _check_graph(n_nodes, edges)
     E = len(edges)
@@ -66,10 +70,19 @@ def max_weight_spanning_tree(n_nodes, edges, weights):
     ``minimum_spanning_tree`` drops zero entries and can return a forest, spec 004 §2.9). Ties
     are broken by edge order (stable sort), deterministically.
 
+    Parameters
+    ----------
+    n_nodes : int
+        Number of nodes.
+    edges : array_like of int, shape (n_edges, 2)
+        Undirected edges, endpoints in ``0..n_nodes - 1``.
+    weights : array_like of float, shape (n_edges,)
+        Edge weights (any sign).
+
     Returns
     -------
-    indicator : ndarray of float64, shape (n_edges,)
-        1 on the ``n_nodes - n_components`` tree edges, 0 elsewhere.
+    ndarray of float64, shape (n_edges,)
+        The indicator: 1 on the ``n_nodes - n_components`` tree edges, 0 elsewhere.
     """
     edges = _check_graph(n_nodes, edges)
     w = np.asarray(weights, dtype=np.float64)
@@ -97,6 +110,18 @@ def entropy_coefficients(mrf, rho):
 
     ``K_i = 1 - sum_{j in N(i)} rho_ij`` (may be negative; not clipped), ``K_ij = rho_ij``,
     repeated over the entries of each clique block.
+
+    Parameters
+    ----------
+    mrf : PairwiseMRF
+        The model.
+    rho : array_like of shape (mrf.n_edges,)
+        Edge appearance probabilities.
+
+    Returns
+    -------
+    ndarray of float64, shape (mrf.dim,)
+        The coefficient ``K_c`` of each flat coordinate, in the flat layout of ``mrf``.
     """
     rho = np.asarray(rho, dtype=np.float64)
     if rho.shape != (mrf.n_edges,):
@@ -115,14 +140,42 @@ def _block_entropies(mrf, mu):
 
 def edge_mutual_information(mrf, mu):
     """``I_ij = H(mu_i) + H(mu_j) - H(mu_ij)`` for every edge (the negative gradient of the TRW
-    optimum in rho, spec 004 §2.9)."""
+    optimum in rho, spec 004 §2.9).
+
+    Parameters
+    ----------
+    mrf : PairwiseMRF
+        The model.
+    mu : array_like of shape (mrf.dim,)
+        Marginal vector in the flat layout (``0 log 0 = 0`` in the entropies).
+
+    Returns
+    -------
+    ndarray of float64, shape (mrf.n_edges,)
+        ``I_ij`` of each edge, in edge order.
+    """
     h = _block_entropies(mrf, mu)
     hn, he = h[:mrf.n_nodes], h[mrf.n_nodes:]
     return hn[mrf.edges[:, 0]] + hn[mrf.edges[:, 1]] - he
 
 
 def trw_objective(mrf, mu, rho):
-    """``TRW(mu; theta, rho) = <theta, mu> + H(mu; rho)`` (spec 004 eq. (2))."""
+    """``TRW(mu; theta, rho) = <theta, mu> + H(mu; rho)`` (spec 004 eq. (2)).
+
+    Parameters
+    ----------
+    mrf : PairwiseMRF
+        The model, with log-potentials ``mrf.theta``.
+    mu : array_like of shape (mrf.dim,)
+        Marginal vector in the flat layout (``0 log 0 = 0`` in the entropies).
+    rho : array_like of shape (mrf.n_edges,)
+        Edge appearance probabilities.
+
+    Returns
+    -------
+    float
+        The TRW objective at ``mu``.
+    """
     h = _block_entropies(mrf, mu)
     k = np.concatenate([1.0 - np.bincount(mrf.edges.ravel(), weights=np.repeat(rho, 2),
                                           minlength=mrf.n_nodes), rho])
@@ -132,7 +185,18 @@ def trw_objective(mrf, mu, rho):
 def matrix_tree_rho(mrf):
     """The paper's initial rho (spec 004 §2.9): matrix-tree edge probabilities with weights
     ``|theta(0,0) + theta(1,1) - theta(0,1) - theta(1,0)|`` for binary edges, ``|sum theta_ij|``
-    otherwise."""
+    otherwise.
+
+    Parameters
+    ----------
+    mrf : PairwiseMRF
+        The model.
+
+    Returns
+    -------
+    ndarray of shape (mrf.n_edges,)
+        Edge appearance probabilities, from ``spanning_tree_edge_probs`` with these weights.
+    """
     w = np.empty(mrf.n_edges)
     for e, t in enumerate(mrf.edge_blocks(mrf.theta)):
         if t.shape == (2, 2):

@@ -28,21 +28,33 @@ _EMPTY_INT = np.zeros(0, dtype=np.int64)
 class Problem:
     """Packed data of one data set: flat arrays + offsets, ready for the kernels.
 
-    Attributes
+    Structures build it with ``prepare`` or ``pack``; every parameter is kept as the attribute
+    of the same name.
+
+    Parameters
     ----------
     kind : int
         Structure kind (``_kernels.labelings``).
     indptr, indices, data : ndarray
         CSR matrix of all token features, one row per token (bias columns included).
+    n_features : int
+        Number of columns of the token matrix (bias columns included).
     tok_offsets : ndarray of int64, shape (n_samples + 1,)
         Example ``i`` owns token rows ``tok_offsets[i]:tok_offsets[i + 1]``.
     y : ndarray of int32
         Encoded labelings, packed; example ``i`` owns ``y[node_offsets[i]:node_offsets[i + 1]]``.
         Zeros when the problem was packed without labels.
+    node_offsets : ndarray of int64, shape (n_samples + 1,)
+        Offsets of each example's labels in ``y``.
     n_codes, n_pair : int
         Columns of ``S(y)`` and length of ``q(y)``.
-    edges, parent, order : ndarray of int64
+    tok_loss : ndarray of shape (n_tokens,) or None, default=None
+        Per-token losses packed like the tokens (chain label costs, candidate losses). None
+        gives zeros.
+    edges, parent, order : ndarray of int64, default=empty
         Label-interaction graph (multi-label structures), empty otherwise.
+    _gram : tuple or None, default=None
+        Cache of :attr:`gram`, filled on first access.
     """
 
     kind: int
@@ -67,10 +79,12 @@ class Problem:
 
     @property
     def n_samples(self):
+        """Number of examples."""
         return self.tok_offsets.shape[0] - 1
 
     @property
     def n_params(self):
+        """Length of the parameter vector ``coef = [vec(W), theta]``."""
         return self.n_features * self.n_codes + self.n_pair
 
     @property
@@ -82,24 +96,68 @@ class Problem:
         return self._gram
 
     def token_matrix(self):
-        """All token features as one scipy CSR matrix (rows are tokens)."""
+        """Return all token features as one scipy CSR matrix (rows are tokens).
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+            The token features, built on the packed arrays (no copy).
+        """
         return sp.csr_matrix((self.data, self.indices, self.indptr),
                              shape=(self.tok_offsets[-1], self.n_features))
 
     def graph_args(self):
+        """Return the structure arguments the kernels take first.
+
+        Returns
+        -------
+        tuple
+            ``(kind, edges, parent, order)``.
+        """
         return self.kind, self.edges, self.parent, self.order
 
     def data_args(self):
+        """Return the packed data arguments the kernels take after :meth:`graph_args`.
+
+        Returns
+        -------
+        tuple
+            ``(indptr, indices, data, tok_offsets, y, node_offsets, tok_loss)``.
+        """
         return (self.indptr, self.indices, self.data, self.tok_offsets, self.y,
                 self.node_offsets, self.tok_loss)
 
     def split_coef(self, coef):
-        """Views ``(W, theta)`` of a parameter vector."""
+        """Split a parameter vector into views ``(W, theta)``.
+
+        Parameters
+        ----------
+        coef : ndarray of shape (n_params,)
+            Parameter vector ``[vec(W), theta]``.
+
+        Returns
+        -------
+        W : ndarray of shape (n_features, n_codes)
+            View of the first ``n_features * n_codes`` entries.
+        theta : ndarray of shape (n_pair,)
+            View of the remaining entries.
+        """
         F, C = self.n_features, self.n_codes
         return coef[:F * C].reshape(F, C), coef[F * C:]
 
     def subset(self, idx):
-        """The examples ``idx`` (sorted indices), packed alike."""
+        """Return the examples ``idx`` (sorted indices), packed alike.
+
+        Parameters
+        ----------
+        idx : ndarray of int
+            Sorted indices of the examples to keep.
+
+        Returns
+        -------
+        Problem
+            A new problem holding only those examples (Gram cache reset).
+        """
         tok, node = self.tok_offsets, self.node_offsets
         lengths = tok[idx + 1] - tok[idx]
         tokens = np.concatenate([np.arange(tok[i], tok[i + 1]) for i in idx])
@@ -114,25 +172,77 @@ class Problem:
                        .astype(np.int64), _gram=None)
 
     def truth_stats(self):
-        """Label statistics of the true labelings, ``S(y_i)`` (rows of ``M``) and ``q(y_i)``
-        (rows of ``Q``): the dual vertex ``alpha_i = e_{y_i}``, SGD's reference point."""
+        """Return the label statistics of the true labelings.
+
+        ``S(y_i)`` (rows of ``M``) and ``q(y_i)`` (rows of ``Q``): the dual vertex
+        ``alpha_i = e_{y_i}``, SGD's reference point.
+
+        Returns
+        -------
+        M : ndarray of shape (n_tokens, n_codes)
+            ``S(y_i)``; example ``i`` owns rows ``tok_offsets[i]:tok_offsets[i + 1]``.
+        Q : ndarray of shape (n_samples, n_pair)
+            ``q(y_i)``, one row per example.
+        """
         return batch.stats_from_labels(self.kind, self.edges, self.tok_offsets, self.y,
                                        self.node_offsets, self.n_codes, self.n_pair)
 
     def squared_radius(self):
-        """Mean over examples of ``2 ||X_i||_F^2 + 2 T_i``, a bound on
-        ``||phi(x_i, y) - phi(x_i, y')||^2`` (emission and interaction parts)."""
+        """Return the mean over examples of ``2 ||X_i||_F^2 + 2 T_i``.
+
+        It bounds ``||phi(x_i, y) - phi(x_i, y')||^2`` (emission and interaction parts).
+
+        Returns
+        -------
+        float
+            The mean bound, with ``T_i`` the number of tokens of example ``i``.
+        """
         cum = np.concatenate([[0.0], np.cumsum(self.data ** 2)])
         bounds = self.indptr[self.tok_offsets]
         return 2.0 * np.mean(cum[bounds[1:]] - cum[bounds[:-1]]) + 2.0 * np.mean(
             np.diff(self.tok_offsets))
 
     def project(self, coef):
-        """The nearest feasible coefficients: all are feasible here (see ``GraphProblem``)."""
+        """Return the nearest feasible coefficients: all are feasible here (see ``GraphProblem``).
+
+        Parameters
+        ----------
+        coef : ndarray of shape (n_params,)
+            Parameter vector.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            ``coef`` itself.
+        """
         return coef
 
     def run_oracle(self, coef, augment, M=None, Q=None):
-        """Batched (loss-augmented) oracle at ``coef``; see ``_kernels.batch.oracle_all``."""
+        """Run the batched (loss-augmented) oracle at ``coef``; see ``_kernels.batch.oracle_all``.
+
+        Parameters
+        ----------
+        coef : ndarray of shape (n_params,)
+            Parameter vector.
+        augment : bool
+            Add the task loss to the scores (the max oracle); False decodes.
+        M : ndarray of shape (n_tokens, n_codes), default=None
+            Label-space dual state; with ``augment``, the expected score of each example under
+            it is computed as well. None: no dual state.
+        Q : ndarray of shape (n_samples, n_pair), default=None
+            Pairwise part of the dual state, given with ``M``.
+
+        Returns
+        -------
+        y_out : ndarray of int32
+            The argmax labelings, packed like ``y``.
+        values : ndarray of shape (n_samples,)
+            Their (loss-augmented with ``augment``) scores.
+        true_scores : ndarray of shape (n_samples,)
+            With ``augment``, the scores of the true labelings; zeros otherwise.
+        expected : ndarray of shape (n_samples,)
+            With ``augment`` and a dual state, the expected scores under it; zeros otherwise.
+        """
         W, theta = self.split_coef(coef)
         n = self.n_samples
         y_out = np.zeros_like(self.y)
@@ -151,11 +261,13 @@ class Problem:
         Parameters
         ----------
         coef : ndarray of shape (n_params,)
-        smoothing, K : int
-            Kernel smoothing code and number of best outputs, as returned by
-            ``smoothing_code``.
+            Parameter vector.
+        smoothing : int
+            Kernel smoothing code, as returned by ``smoothing_code``.
         mu : float
             Smoothing parameter, ``mu >= 0`` (``0``: the hard max).
+        K : int
+            Number of best outputs, as returned by ``smoothing_code``.
 
         Returns
         -------
@@ -163,8 +275,9 @@ class Problem:
             ``f_i = h(z_i) - <coef, phi(x_i, y_i)> >= 0`` with ``z_i`` the loss-augmented scores
             and ``h`` the smoothed max (spec 000 §1.4-1.6).
         M : ndarray of shape (n_tokens, n_codes)
+            ``E_u S(y)`` under the smoothing weights ``u`` (rows of example ``i``:
+            ``tok_offsets[i]:tok_offsets[i + 1]``).
         Q : ndarray of shape (n_samples, n_pair)
-            ``E_u S(y)`` (rows of example ``i``: ``tok_offsets[i]:tok_offsets[i + 1]``) and
             ``E_u q(y)`` under the smoothing weights ``u``; the gradient of ``f_i`` is
             ``X_i^T (M_i - S(y_i)) (+) (Q_i - q(y_i))`` (Lemma 7). See
             ``_kernels.smoothed.smoothed_losses``.
@@ -180,12 +293,36 @@ class Problem:
         return values, M, Q
 
     def hinge_losses(self, coef):
-        """``H~_i(w) = max_y [L(y_i, y) + <w, phi(x_i, y)>] - <w, phi(x_i, y_i)>``, per example."""
+        """Return the structured hinge loss of every example.
+
+        ``H~_i(w) = max_y [L(y_i, y) + <w, phi(x_i, y)>] - <w, phi(x_i, y_i)>``, per example.
+
+        Parameters
+        ----------
+        coef : ndarray of shape (n_params,)
+            Parameter vector ``w``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``H~_i(coef)`` of each example, ``>= 0``.
+        """
         _, values, true_scores, _ = self.run_oracle(coef, True)
         return values - true_scores
 
     def losses(self, y_pred):
-        """Task loss of each example for the packed predictions ``y_pred``."""
+        """Return the task loss of each example for the packed predictions ``y_pred``.
+
+        Parameters
+        ----------
+        y_pred : ndarray of int32
+            Predicted encoded labelings, packed like ``y``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``L(y_i, y_pred_i)`` of each example.
+        """
         off, tok = self.node_offsets, self.tok_offsets
         return np.array([labelings.label_loss(self.kind, self.y[off[i]:off[i + 1]],
                                               y_pred[off[i]:off[i + 1]],
@@ -193,14 +330,33 @@ class Problem:
                          for i in range(self.n_samples)])
 
     def chain_costs(self):
-        """Each chain's total token cost, its largest loss (1 with the normalised loss)."""
+        """Return each chain's total token cost, its largest loss (1 with the normalised loss).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The sum of ``tok_loss`` over the tokens of each example.
+        """
         return np.add.reduceat(self.tok_loss, self.tok_offsets[:-1])
 
     def score(self, y_pred):
-        """``1 - mean task loss``, each example's loss scaled to [0, 1] first: for chains the
-        weighted Hamming loss over its total cost (the fraction of wrong labels, whether the
-        training loss is normalised or counts), for candidate sets the loss over the example's
-        largest; the estimators' ``score``."""
+        """Return ``1 - mean task loss`` of the packed predictions ``y_pred``.
+
+        Each example's loss is scaled to [0, 1] first: for chains the weighted Hamming loss over
+        its total cost (the fraction of wrong labels, whether the training loss is normalised or
+        counts), for candidate sets the loss over the example's largest; the estimators'
+        ``score``.
+
+        Parameters
+        ----------
+        y_pred : ndarray of int32
+            Predicted encoded labelings, packed like ``y``.
+
+        Returns
+        -------
+        float
+            The score, in [0, 1].
+        """
         losses = self.losses(y_pred)
         if self.kind == labelings.CHAIN:
             losses = losses / self.chain_costs()
@@ -316,7 +472,30 @@ class StructuredModel(BaseEstimator):
     loss_name = "0-1 loss"
 
     def prepare(self, X, Y):
-        """Fit the label set and feature count on ``(X, Y)`` and pack them (spec: ``prepare``)."""
+        """Fit the label set and feature count on ``(X, Y)`` and pack them (spec: ``prepare``).
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or list
+            Examples: a ``(n_samples, n_features)`` array or sparse matrix for flat structures
+            (``MulticlassSVM``, ``BinarySVM``, ``MultiLabel``), a list of
+            ``(n_tokens, n_features)`` matrices, dense or sparse, for sequence structures
+            (``ChainCRF``, ``CandidateSet``).
+        Y : array-like or list
+            Outputs, one per example: labels (``MulticlassSVM``, ``BinarySVM``), label
+            sequences (``ChainCRF``), 0/1 indicator rows (``MultiLabel``) or per-candidate loss
+            vectors (``CandidateSet``).
+
+        Returns
+        -------
+        Problem
+            The packed training data, for the solvers.
+
+        Raises
+        ------
+        ValueError
+            If ``X`` and ``Y`` have different numbers of examples, or either is invalid.
+        """
         X_all, lengths = self._token_matrix(X, fitting=True)
         if Y is None or len(Y) != len(lengths):
             raise ValueError(f"X and Y have different numbers of examples: {len(lengths)} and "
@@ -330,7 +509,31 @@ class StructuredModel(BaseEstimator):
                                  f"prepare(X, Y) or fit an estimator with it first.")
 
     def pack(self, X, Y=None):
-        """Pack new data with the fitted label set (labels optional, e.g. for prediction)."""
+        """Pack new data with the fitted label set (labels optional, e.g. for prediction).
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or list
+            Examples: a ``(n_samples, n_features)`` array or sparse matrix for flat structures
+            (``MulticlassSVM``, ``BinarySVM``, ``MultiLabel``), a list of
+            ``(n_tokens, n_features)`` matrices, dense or sparse, for sequence structures
+            (``ChainCRF``, ``CandidateSet``).
+        Y : array-like, list or None, default=None
+            Outputs, one per example: labels (``MulticlassSVM``, ``BinarySVM``), label
+            sequences (``ChainCRF``), 0/1 indicator rows (``MultiLabel``) or per-candidate loss
+            vectors (``CandidateSet``). None packs no labels (the packed labels are then
+            zeros).
+
+        Returns
+        -------
+        Problem
+            The packed data.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the structure is not fitted (``prepare`` not called).
+        """
         self._check_fitted()
         X_all, lengths = self._token_matrix(X, fitting=False)
         if Y is not None and len(Y) != len(lengths):
@@ -397,16 +600,63 @@ class StructuredModel(BaseEstimator):
         return unique
 
     def prediction_scorer(self, X, Y):
-        """The examples of ``X`` packed for prediction, and a function of their predicted codes
+        """Pack ``X`` for prediction and return a scorer of its predictions against ``Y``.
+
+        The examples of ``X`` packed for prediction, and a function of their predicted codes
         returning ``1 - mean task loss`` against ``Y``, each example's loss scaled to [0, 1] (for
         chains the fraction of wrong labels, whether the training loss is normalised or counts):
-        the estimators' ``score``."""
+        the estimators' ``score``.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or list
+            Examples: a ``(n_samples, n_features)`` array or sparse matrix for flat structures
+            (``MulticlassSVM``, ``BinarySVM``, ``MultiLabel``), a list of
+            ``(n_tokens, n_features)`` matrices, dense or sparse, for sequence structures
+            (``ChainCRF``, ``CandidateSet``).
+        Y : array-like or list
+            Outputs, one per example: labels (``MulticlassSVM``, ``BinarySVM``), label
+            sequences (``ChainCRF``), 0/1 indicator rows (``MultiLabel``) or per-candidate loss
+            vectors (``CandidateSet``).
+
+        Returns
+        -------
+        problem : Problem
+            The examples of ``X`` packed for prediction.
+        score : callable
+            ``score(y_pred)``: the score (a float) of the predicted codes ``y_pred``, packed
+            like ``problem.y``.
+        """
         labelled = self.pack(X, Y)
         return labelled, labelled.score
 
     def _label_space_scorer(self, X, Y):
-        """``prediction_scorer`` comparing decoded labels with ``Y`` itself, so a label never
-        seen in fit is a wrong prediction (as ``accuracy_score`` counts it), not an error."""
+        """Pack ``X`` for prediction and return a scorer of its predictions against ``Y``.
+
+        ``prediction_scorer`` comparing decoded labels with ``Y`` itself, so a label never
+        seen in fit is a wrong prediction (as ``accuracy_score`` counts it), not an error.
+        The score is ``1 - mean`` over examples of the fraction of wrong labels.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or list
+            Examples: a ``(n_samples, n_features)`` array or sparse matrix for flat structures
+            (``MulticlassSVM``, ``BinarySVM``, ``MultiLabel``), a list of
+            ``(n_tokens, n_features)`` matrices, dense or sparse, for sequence structures
+            (``ChainCRF``, ``CandidateSet``).
+        Y : array-like or list
+            Outputs, one per example: labels (``MulticlassSVM``, ``BinarySVM``), label
+            sequences (``ChainCRF``), 0/1 indicator rows (``MultiLabel``) or per-candidate loss
+            vectors (``CandidateSet``).
+
+        Returns
+        -------
+        problem : Problem
+            The examples of ``X`` packed without labels.
+        score : callable
+            ``score(y_pred)``: the score (a float) of the predicted codes ``y_pred``, packed
+            like ``problem.y``.
+        """
         problem = self.pack(X)
         offsets = problem.node_offsets
         n = offsets.shape[0] - 1
@@ -476,11 +726,46 @@ class StructuredModel(BaseEstimator):
         return cls._feature(problem, S, q)
 
     def joint_feature(self, x, y):
-        """Dense joint feature ``phi(x, y)`` of one example (``coef @ phi`` is its score)."""
+        """Return the dense joint feature ``phi(x, y)`` of one example.
+
+        ``coef @ phi`` is its score.
+
+        Parameters
+        ----------
+        x : array-like or sparse matrix
+            One example: a feature vector of length ``n_features`` for flat structures, a
+            ``(n_tokens, n_features)`` matrix for sequence structures.
+        y : scalar or array-like
+            An output, as ``Y`` holds one: a label, a label sequence or a 0/1 indicator vector.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            ``phi(x, y)``.
+        """
         return self._joint_feature(self._single(x, y))
 
     def loss(self, y_true, y):
-        """Task loss ``L(y_true, y) >= 0``, zero iff ``y == y_true``."""
+        """Return the task loss ``L(y_true, y) >= 0``, zero iff ``y == y_true``.
+
+        Parameters
+        ----------
+        y_true : scalar or array-like
+            The true output, as ``Y`` holds one: a label, a label sequence or a 0/1
+            indicator vector.
+        y : scalar or array-like
+            Another output, as ``Y`` holds one: a label, a label sequence or a 0/1 indicator vector.
+
+        Returns
+        -------
+        float
+            ``L(y_true, y)``.
+
+        Raises
+        ------
+        ValueError
+            If the two labelings have different lengths.
+        """
         a = self._encode_one(y_true)
         b = self._encode_one(y)
         if a.shape != b.shape:
@@ -488,8 +773,29 @@ class StructuredModel(BaseEstimator):
         return labelings.label_loss(self._kind, a, b, self._label_costs(a.shape[0]))
 
     def max_oracle(self, x, y_true, coef):
-        """Loss-augmented decoding: ``(y*, H(y*))`` with
-        ``H(y) = L(y_true, y) + <coef, phi(x, y) - phi(x, y_true)>`` (spec 002 eq. (2))."""
+        """Run loss-augmented decoding on one example: ``(y*, H(y*))``.
+
+        With ``H(y) = L(y_true, y) + <coef, phi(x, y) - phi(x, y_true)>`` (spec 002 eq. (2)),
+        ``y*`` maximises ``H``.
+
+        Parameters
+        ----------
+        x : array-like or sparse matrix
+            One example: a feature vector of length ``n_features`` for flat structures, a
+            ``(n_tokens, n_features)`` matrix for sequence structures.
+        y_true : scalar or array-like
+            Its true output, as ``Y`` holds one: a label, a label sequence, a 0/1 indicator
+            vector or a per-candidate loss vector.
+        coef : array-like of shape (n_params,)
+            Parameter vector ``coef = [vec(W), theta]``.
+
+        Returns
+        -------
+        y_star : scalar or ndarray
+            The maximiser ``y*``, decoded like an output of :meth:`decode`.
+        value : float
+            ``H(y*) >= 0``.
+        """
         problem = self._single(x, y_true)
         y_out, values, true_scores, _ = problem.run_oracle(np.asarray(coef, float), True)
         return self._decode_one(y_out), values[0] - true_scores[0]
@@ -502,9 +808,12 @@ class StructuredModel(BaseEstimator):
 
         Parameters
         ----------
-        x, y_true
-            One raw example and its true output, as for ``max_oracle``.
+        x : array-like or sparse matrix
+            One raw example, as for ``max_oracle``.
+        y_true : scalar or array-like
+            Its true output, as for ``max_oracle``.
         coef : array-like of shape (n_params,)
+            Parameter vector ``coef = [vec(W), theta]``.
         smoothing : {"l2", "entropy", None}, default="l2"
             ``"l2"`` with ``top_k=K``: the top-K strategy ``h_{mu,K}`` of eq. (11); with
             ``top_k=None``: l2^2 smoothing over all outputs (Prop. 3; multi-class, binary,
@@ -530,19 +839,68 @@ class StructuredModel(BaseEstimator):
         return values[0], self._feature(problem, M, Q[0]) - self._joint_feature(problem)
 
     def decode(self, x, coef):
-        """``argmax_y <coef, phi(x, y)>`` for one example."""
+        """Decode one example: ``argmax_y <coef, phi(x, y)>``.
+
+        Parameters
+        ----------
+        x : array-like or sparse matrix
+            One example: a feature vector of length ``n_features`` for flat structures, a
+            ``(n_tokens, n_features)`` matrix for sequence structures.
+        coef : array-like of shape (n_params,)
+            Parameter vector ``coef = [vec(W), theta]``.
+
+        Returns
+        -------
+        scalar or ndarray
+            The best output: a label, a label sequence, a 0/1 indicator vector or a candidate
+            index.
+        """
         problem = self._single(x)
         y_out, _, _, _ = problem.run_oracle(np.asarray(coef, float), False)
         return self._decode_one(y_out)
 
     def decision_function(self, X, coef):
-        """The score ``<coef, phi(x, y)>`` of each example's best output ``y``."""
+        """Return the score ``<coef, phi(x, y)>`` of each example's best output ``y``.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or list
+            Examples: a ``(n_samples, n_features)`` array or sparse matrix for flat structures
+            (``MulticlassSVM``, ``BinarySVM``, ``MultiLabel``), a list of
+            ``(n_tokens, n_features)`` matrices, dense or sparse, for sequence structures
+            (``ChainCRF``, ``CandidateSet``).
+        coef : array-like of shape (n_params,)
+            Parameter vector ``coef = [vec(W), theta]``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``max_y <coef, phi(x_i, y)>`` of each example.
+        """
         problem = self.pack(X)
         _, values, _, _ = problem.run_oracle(np.asarray(coef, float), False)
         return values
 
     def predict(self, X, coef):
-        """Decode every example of ``X``."""
+        """Decode every example of ``X``.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or list
+            Examples: a ``(n_samples, n_features)`` array or sparse matrix for flat structures
+            (``MulticlassSVM``, ``BinarySVM``, ``MultiLabel``), a list of
+            ``(n_tokens, n_features)`` matrices, dense or sparse, for sequence structures
+            (``ChainCRF``, ``CandidateSet``).
+        coef : array-like of shape (n_params,)
+            Parameter vector ``coef = [vec(W), theta]``.
+
+        Returns
+        -------
+        ndarray or list of ndarray
+            The best output of each example: an array of labels (``MulticlassSVM``,
+            ``BinarySVM``), of 0/1 indicator rows (``MultiLabel``) or of candidate indices
+            (``CandidateSet``), or a list of label arrays (``ChainCRF``).
+        """
         problem = self.pack(X)
         y_out, _, _, _ = problem.run_oracle(np.asarray(coef, float), False)
         return self._decode_labels(y_out, problem.node_offsets)

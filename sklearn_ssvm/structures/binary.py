@@ -11,18 +11,39 @@ class BinarySVM(MulticlassSVM):
     ``C = 1 / (alpha n)`` and no intercept (add a constant feature for one). ``coef`` is the
     usual weight vector: ``decision = X @ coef``.
 
+    Parameters
+    ----------
+    labels : array-like or None, default=None
+        The two classes. None learns them from the training labels; declare them when a
+        training set (a cross-validation fold) may lack a class. A class outside a declared set
+        is an error in fit; ``score`` counts a class never seen in fit as a wrong prediction.
+
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
         The two labels; ``classes_[1]`` is the positive class (``y = +1``).
     n_features_in_ : int
+        Number of features.
     """
 
     _kind = BINARY
     _n_codes = 1
 
     def decision_function(self, X, coef):
-        """``X @ coef``: positive for ``classes_[1]``."""
+        """Return the decision values ``X @ coef``: positive for ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Examples, one feature vector per row.
+        coef : array-like of shape (n_features,)
+            Weight vector.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``X @ coef``.
+        """
         return super().decision_function(X, coef).ravel()
 
     def _check_classes(self, classes):

@@ -20,6 +20,7 @@ class CandidateSet(SequenceStructure):
     classes_ : ndarray
         ``arange(max n_candidates)``: the candidate indices.
     n_features_in_ : int
+        Number of candidate features.
     """
 
     _kind = CANDIDATES
@@ -65,11 +66,37 @@ class CandidateSet(SequenceStructure):
         return int(y_codes[0])
 
     def joint_feature(self, x, y):
-        """``phi(x, y)``: the features of candidate ``y`` (an index)."""
+        """Return ``phi(x, y)``: the features of candidate ``y`` (an index).
+
+        Parameters
+        ----------
+        x : array-like or sparse matrix of shape (n_candidates, n_features)
+            The candidates of one example, one feature vector per row.
+        y : int
+            Index of a candidate.
+
+        Returns
+        -------
+        ndarray of shape (n_features,)
+            ``x[y]`` as a dense vector.
+        """
         losses = np.ones(np.shape(x)[0])
         losses[y] = 0.0  # packs y as the true candidate
         return self._joint_feature(self._single(x, losses))
 
     def loss(self, y_true, y):
-        """``L(y_true, y) = y_true[y]``: ``y_true`` the loss vector, ``y`` a candidate index."""
+        """Return the task loss ``L(y_true, y) = y_true[y]``.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n_candidates,)
+            The example's loss vector, one loss per candidate.
+        y : int
+            Index of a candidate.
+
+        Returns
+        -------
+        float
+            ``y_true[y]``.
+        """
         return float(np.asarray(y_true, dtype=float)[y])

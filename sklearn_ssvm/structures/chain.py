@@ -55,6 +55,7 @@ class ChainCRF(SequenceStructure):
 
     @property
     def loss_name(self):
+        """Name of the task loss in messages: normalised or count Hamming loss."""
         return "normalised Hamming loss" if self.normalize_loss else "Hamming loss (count)"
 
     def _label_costs(self, n_labels):
@@ -122,10 +123,32 @@ class ChainCRF(SequenceStructure):
     # -- what a fitted chain offers a CRF user ---------------------------------------------
 
     def marginals(self, X, coef, temperature=1.0):
-        """Per-token label marginals of the Gibbs distribution ``P(y | x) ~ exp(<coef, phi(x,
+        """Compute per-token label marginals of the Gibbs distribution of each sequence.
+
+        Per-token label marginals of the Gibbs distribution ``P(y | x) ~ exp(<coef, phi(x,
         y)> / temperature)`` (forward-backward in log space, the entropy oracle's dynamic
         program): a list of ``(n_tokens, n_labels)`` arrays, columns in ``classes_`` order,
-        rows summing to 1."""
+        rows summing to 1.
+
+        Parameters
+        ----------
+        X : list of array-like or sparse matrices
+            Sequences, each a ``(n_tokens, n_features)`` matrix.
+        coef : array-like of shape (n_params,)
+            Parameter vector ``coef = [vec(W), theta]``.
+        temperature : float, default=1.0
+            Temperature of the Gibbs distribution, finite and ``> 0``.
+
+        Returns
+        -------
+        list of ndarray
+            One ``(n_tokens, n_labels)`` array of marginals per sequence.
+
+        Raises
+        ------
+        ValueError
+            If ``temperature`` is not a finite number ``> 0``.
+        """
         if not (isinstance(temperature, (int, float, np.floating)) and temperature > 0
                 and np.isfinite(temperature)):
             raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}.")
@@ -139,15 +162,42 @@ class ChainCRF(SequenceStructure):
                 for i in range(problem.n_samples)]
 
     def transition_table(self, coef):
-        """The transition weights as a ``labels x labels`` table: ``[a, b]`` scores label ``b``
-        right after label ``a`` (rows and columns in ``classes_`` order)."""
+        """Return the transition weights as a ``labels x labels`` table.
+
+        Entry ``[a, b]`` scores label ``b`` right after label ``a`` (rows and columns in
+        ``classes_`` order).
+
+        Parameters
+        ----------
+        coef : array-like of shape (n_params,)
+            Parameter vector ``coef = [vec(W), theta]``.
+
+        Returns
+        -------
+        ndarray of shape (n_labels, n_labels)
+            The last ``n_labels ** 2`` entries of ``coef``, reshaped.
+        """
         self._check_fitted()
         C = len(self.classes_)
         return np.asarray(coef, float)[-C * C:].reshape(C, C)
 
     def state_table(self, coef):
-        """The token-feature weights as a ``n_features x labels`` table, then the rows of
-        the position biases (any, first, last position) when ``bias=True``."""
+        """Return the token-feature weights as a ``n_features x labels`` table.
+
+        The rows of the position biases (any, first, last position) follow when
+        ``bias=True``.
+
+        Parameters
+        ----------
+        coef : array-like of shape (n_params,)
+            Parameter vector ``coef = [vec(W), theta]``.
+
+        Returns
+        -------
+        ndarray of shape (n_features + 3, n_labels) or (n_features, n_labels)
+            ``W``, with the three bias rows last when ``bias=True``; columns in ``classes_``
+            order.
+        """
         self._check_fitted()
         C = len(self.classes_)
         return np.asarray(coef, float)[:-C * C].reshape(-1, C)
@@ -169,14 +219,56 @@ class ChainCRF(SequenceStructure):
         return np.ascontiguousarray(aug), trans, gold
 
     def topk_oracle(self, x, y_true, coef, k):
-        """The ``k`` largest values of ``H(y) = L(y_true, y) + <coef, phi(x,y) - phi(x,y_true)>``
-        with their distinct labelings (``-inf`` padded when fewer than ``k`` exist)."""
+        """Return the ``k`` largest values of ``H(y)`` with their distinct labelings.
+
+        ``H(y) = L(y_true, y) + <coef, phi(x,y) - phi(x,y_true)>``; the values are ``-inf``
+        padded when fewer than ``k`` labelings exist.
+
+        Parameters
+        ----------
+        x : array-like or sparse matrix of shape (n_tokens, n_features)
+            One sequence, one row of features per token.
+        y_true : array-like of shape (n_tokens,)
+            Its true labels.
+        coef : array-like of shape (n_params,)
+            Parameter vector ``coef = [vec(W), theta]``.
+        k : int
+            Number of labelings wanted.
+
+        Returns
+        -------
+        labelings : list of length k
+            Label arrays by non-increasing ``H``; ``None`` for padding entries.
+        values : ndarray of shape (k,)
+            ``H`` of each labeling, ``-inf`` padded.
+        """
         unary, trans, gold = self._potentials(x, y_true, coef)
         scores, paths = chain_kernels.topk_viterbi(unary, trans, k)
         return [self.classes_[p] if p[0] >= 0 else None for p in paths], scores - gold
 
     def exp_oracle(self, x, y_true, coef, mu):
-        """Entropy-smoothed loss ``mu log sum_y exp(H(y)/mu)`` and its gradient
+        """Return the entropy-smoothed loss of one sequence and its gradient.
+
+        Entropy-smoothed loss ``mu log sum_y exp(H(y)/mu)`` and its gradient
         ``E_P[phi(x, y)] - phi(x, y_true)`` (spec 000 Lemma 7(ii), Algo. 3): ``smoothed_oracle``
-        with entropy smoothing."""
+        with entropy smoothing.
+
+        Parameters
+        ----------
+        x : array-like or sparse matrix of shape (n_tokens, n_features)
+            One sequence, one row of features per token.
+        y_true : array-like of shape (n_tokens,)
+            Its true labels.
+        coef : array-like of shape (n_params,)
+            Parameter vector ``coef = [vec(W), theta]``.
+        mu : float
+            Smoothing parameter, ``mu >= 0``; ``0`` gives the hard max.
+
+        Returns
+        -------
+        value : float
+            The smoothed loss ``mu log sum_y exp(H(y)/mu)``.
+        gradient : ndarray of shape (n_params,)
+            ``E_P[phi(x, y)] - phi(x, y_true)``.
+        """
         return self.smoothed_oracle(x, y_true, coef, "entropy", mu, None)

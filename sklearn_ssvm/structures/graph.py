@@ -430,18 +430,43 @@ class BinaryGraphCRF(BaseEstimator):
         Parameters
         ----------
         X : list of (node_features, edges) pairs
+            Examples: ``node_features`` a ``(p, n_features)`` array, ``edges`` an ``(E, 2)``
+            integer array (each example has its own graph).
         Y : list of 0/1 arrays, one per example
+            Labelings, one label per node.
 
         Returns
         -------
-        self
+        BinaryGraphCRF
+            The structure itself, fitted.
         """
         self.prepare(X, Y)
         return self
 
     def prepare(self, X, Y):
-        """:meth:`fit` on ``(X, Y)``, returning them validated for the solvers (a
-        :class:`GraphProblem`)."""
+        """Fit on ``(X, Y)`` and return them validated for the solvers.
+
+        :meth:`fit` on ``(X, Y)``, returning them validated for the solvers (a
+        :class:`GraphProblem`).
+
+        Parameters
+        ----------
+        X : list of (node_features, edges) pairs
+            Examples: ``node_features`` a ``(p, n_features)`` array, ``edges`` an ``(E, 2)``
+            integer array (each example has its own graph).
+        Y : list of 0/1 arrays, one per example
+            Labelings, one label per node.
+
+        Returns
+        -------
+        GraphProblem
+            The validated examples.
+
+        Raises
+        ------
+        ValueError
+            If ``Y`` is None or the examples are invalid.
+        """
         if Y is None:
             raise ValueError("Y is required: one 0/1 labeling per example.")
         examples = self._examples(X, Y, None)
@@ -450,21 +475,71 @@ class BinaryGraphCRF(BaseEstimator):
         return GraphProblem(self, examples)
 
     def pack(self, X, Y=None):
-        """Validate examples (and labelings, when given) against the fitted structure: a
-        :class:`GraphProblem`."""
+        """Validate examples (and labelings, when given) against the fitted structure.
+
+        Parameters
+        ----------
+        X : list of (node_features, edges) pairs
+            Examples: ``node_features`` a ``(p, n_features)`` array, ``edges`` an ``(E, 2)``
+            integer array (each example has its own graph).
+        Y : list of 0/1 arrays or None, default=None
+            Labelings, one label per node, or None for unlabelled examples.
+
+        Returns
+        -------
+        GraphProblem
+            The validated examples.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the structure is not fitted.
+        """
         if not hasattr(self, "n_features_in_"):
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call "
                                  f"fit(X, Y) first.")
         return GraphProblem(self, self._examples(X, Y, self.n_features_in_))
 
     def prediction_scorer(self, X, Y):
-        """The labelled examples and their ``score`` of predicted labelings (the estimators'
-        ``score``; labels are 0/1, none can be unseen)."""
+        """Return the labelled examples and their ``score`` of predicted labelings.
+
+        The estimators' ``score``; labels are 0/1, none can be unseen.
+
+        Parameters
+        ----------
+        X : list of (node_features, edges) pairs
+            Examples: ``node_features`` a ``(p, n_features)`` array, ``edges`` an ``(E, 2)``
+            integer array (each example has its own graph).
+        Y : list of 0/1 arrays, one per example
+            Labelings, one label per node.
+
+        Returns
+        -------
+        problem : GraphProblem
+            The validated labelled examples.
+        score : callable
+            ``score(y_pred)``: ``1 - mean`` normalised Hamming loss (a float) of a list of
+            predicted labelings.
+        """
         labelled = self.pack(X, Y)
         return labelled, labelled.score
 
     def predict(self, X, coef):
-        """Decode every example of ``X`` (one graph cut each)."""
+        """Decode every example of ``X`` (one graph cut each).
+
+        Parameters
+        ----------
+        X : list of (node_features, edges) pairs
+            Examples: ``node_features`` a ``(p, n_features)`` array, ``edges`` an ``(E, 2)``
+            integer array (each example has its own graph).
+        coef : array-like of shape (2 n_features + 4,)
+            Parameter vector ``[vec(W), theta]``.
+
+        Returns
+        -------
+        list of ndarray
+            The best 0/1 labeling (int64) of each example.
+        """
         problem = self.pack(X)
         return problem.run_oracle(np.asarray(coef, dtype=np.float64), False)[0]
 
@@ -545,11 +620,38 @@ class BinaryGraphCRF(BaseEstimator):
         return np.concatenate([emission.ravel(), counts.astype(np.float64)])
 
     def joint_feature(self, x, y):
-        """Dense ``phi(x, y)`` of one example (``coef @ phi`` is its score)."""
+        """Return the dense ``phi(x, y)`` of one example (``coef @ phi`` is its score).
+
+        Parameters
+        ----------
+        x : tuple of (node_features, edges)
+            One example: ``node_features`` a ``(p, n_features)`` array, ``edges`` an ``(E, 2)``
+            integer array.
+        y : array-like of shape (p,)
+            A 0/1 labeling of its nodes.
+
+        Returns
+        -------
+        ndarray of shape (2 n_features + 4,)
+            ``phi(x, y)``.
+        """
         return self._phi(*self._example(x, y))
 
     def loss(self, y_true, y):
-        """Normalised Hamming loss ``mean(y_true != y)``."""
+        """Return the normalised Hamming loss ``mean(y_true != y)``.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (p,)
+            The true 0/1 labeling.
+        y : array-like of shape (p,)
+            Another 0/1 labeling.
+
+        Returns
+        -------
+        float
+            The fraction of nodes whose labels differ.
+        """
         y_true = self._check_y(y_true)
         return float(np.mean(y_true != self._check_y(y, y_true.shape[0])))
 
@@ -589,20 +691,67 @@ class BinaryGraphCRF(BaseEstimator):
     # -- oracles ---------------------------------------------------------------------------
 
     def decode(self, x, coef):
-        """``argmax_y <coef, phi(x, y)>`` for one example, one graph cut."""
+        """Decode one example, ``argmax_y <coef, phi(x, y)>``, with one graph cut.
+
+        Parameters
+        ----------
+        x : tuple of (node_features, edges)
+            One example: ``node_features`` a ``(p, n_features)`` array, ``edges`` an ``(E, 2)``
+            integer array.
+        coef : array-like of shape (2 n_features + 4,)
+            Parameter vector ``[vec(W), theta]``.
+
+        Returns
+        -------
+        ndarray of int64, shape (p,)
+            The best 0/1 labeling.
+        """
         unary, theta, _, (_, edges, _) = self._potentials(x, None, coef)
         return graphcut_map(unary, edges, theta)[0]
 
     def max_oracle(self, x, y_true, coef):
-        """Loss-augmented decoding ``(y*, H(y*))`` with one graph cut, where
-        ``H(y) = L(y_true, y) + <coef, phi(x, y) - phi(x, y_true)>`` (spec 002 eq. (2))."""
+        """Run loss-augmented decoding ``(y*, H(y*))`` with one graph cut.
+
+        With ``H(y) = L(y_true, y) + <coef, phi(x, y) - phi(x, y_true)>`` (spec 002 eq. (2)),
+        ``y*`` maximises ``H``.
+
+        Parameters
+        ----------
+        x : tuple of (node_features, edges)
+            One example: ``node_features`` a ``(p, n_features)`` array, ``edges`` an ``(E, 2)``
+            integer array.
+        y_true : array-like of shape (p,)
+            Its true 0/1 labeling.
+        coef : array-like of shape (2 n_features + 4,)
+            Parameter vector ``[vec(W), theta]``.
+
+        Returns
+        -------
+        y_star : ndarray of int64, shape (p,)
+            The maximiser ``y*``.
+        value : float
+            ``H(y*)``.
+        """
         unary, theta, gold, (_, edges, _) = self._potentials(x, y_true, coef)
         y_star, score = graphcut_map(unary, edges, theta)
         return y_star, score - gold
 
     def topk_oracle(self, x, y_true, coef, K):
-        """The ``K`` largest values of ``H(y)`` with their distinct labelings (BMMF on graph-cut
-        max-marginals, spec 000 Algo. 10-11, ``O(pK)`` cuts).
+        """Return the ``K`` largest values of ``H(y)`` with their distinct labelings.
+
+        BMMF on graph-cut max-marginals, spec 000 Algo. 10-11, ``O(pK)`` cuts.
+
+        Parameters
+        ----------
+        x : tuple of (node_features, edges)
+            One example: ``node_features`` a ``(p, n_features)`` array, ``edges`` an ``(E, 2)``
+            integer array.
+        y_true : array-like of shape (p,)
+            Its true 0/1 labeling.
+        coef : array-like of shape (2 n_features + 4,)
+            Parameter vector ``[vec(W), theta]``.
+        K : int
+            Number of labelings wanted, ``>= 1``.
 
         Returns
         -------
@@ -627,10 +776,35 @@ class BinaryGraphCRF(BaseEstimator):
         - ``smoothing="entropy"`` raises: the exp oracle is #P-hard on loopy graphs (spec
           §2.2, pitfall 11).
 
+        Parameters
+        ----------
+        x : tuple of (node_features, edges)
+            One example: ``node_features`` a ``(p, n_features)`` array, ``edges`` an ``(E, 2)``
+            integer array.
+        y_true : array-like of shape (p,)
+            Its true 0/1 labeling.
+        coef : array-like of shape (2 n_features + 4,)
+            Parameter vector ``[vec(W), theta]``.
+        smoothing : {"l2", None}, default="l2"
+            ``"l2"``: the top-K strategy; ``None``: the max oracle. ``"entropy"`` raises.
+        mu : float, default=1.0
+            Smoothing parameter of the top-K strategy, ``mu >= 0``.
+        top_k : int, default=5
+            Number ``K >= 1`` of best labelings smoothed over; ignored with
+            ``smoothing=None``.
+
         Returns
         -------
         value : float
+            The smoothed loss.
         gradient : ndarray of shape (2 n_features + 4,)
+            Its gradient in ``coef``.
+
+        Raises
+        ------
+        ValueError
+            If ``smoothing`` is ``"entropy"`` or unknown, or ``top_k`` is not an integer
+            ``>= 1`` with ``smoothing="l2"``.
         """
         if smoothing == "entropy":
             raise ValueError("Entropy smoothing needs the log-partition function, which is "
@@ -660,7 +834,18 @@ class BinaryGraphCRF(BaseEstimator):
         return float(value), gradient, expected_loss
 
     def project_coef(self, coef):
-        """``coef`` with its pairwise table projected onto the submodular cone (a copy)."""
+        """Project the pairwise table of ``coef`` onto the submodular cone (a copy).
+
+        Parameters
+        ----------
+        coef : array-like of shape (2 n_features + 4,)
+            Parameter vector; its last 4 entries are the pairwise table ``theta``.
+
+        Returns
+        -------
+        ndarray of shape (2 n_features + 4,)
+            A float64 copy of ``coef`` whose pairwise table is submodular.
+        """
         coef = np.array(coef, dtype=np.float64)
         coef[-4:] = project_submodular(coef[-4:])
         return coef

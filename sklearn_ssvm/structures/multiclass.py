@@ -23,6 +23,7 @@ class MulticlassSVM(FlatStructure):
     classes_ : ndarray
         The classes, sorted: ``labels``, or the classes seen in fit.
     n_features_in_ : int
+        Number of features.
     """
 
     _kind = MULTICLASS
@@ -64,7 +65,20 @@ class MulticlassSVM(FlatStructure):
     prediction_scorer = FlatStructure._label_space_scorer
 
     def decision_function(self, X, coef):
-        """Class scores ``X @ W``, shape ``(n_samples, n_classes)``."""
+        """Return the class scores ``X @ W``, shape ``(n_samples, n_classes)``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Examples, one feature vector per row.
+        coef : array-like of shape (n_features * n_classes,)
+            Parameter vector, ``coef.reshape(n_features, n_classes)`` being ``W``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Score of each class for each example, columns in ``classes_`` order.
+        """
         problem = self.pack(X)
         W, _ = problem.split_coef(np.asarray(coef, float))
         return np.asarray(problem.token_matrix() @ W)
