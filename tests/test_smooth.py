@@ -479,3 +479,51 @@ def test_agm_solver_certifies_the_bcfw_optimum():
     assert est.objective_ >= bcfw.primal_objective_ - bcfw.duality_gap_ - 1e-9
     with pytest.raises(ValueError, match="entropy"):
         SmoothSSVMClassifier(ChainCRF(), solver="agm").fit(X, Y)
+
+
+def test_partial_fit_is_invariant_to_the_chunking_and_learns():
+    import pickle
+
+    from sklearn_ssvm import ChainCRF, SmoothSSVMClassifier
+    from sklearn_ssvm.datasets import load_ocr_letters
+    ocr = load_ocr_letters()
+    words = np.random.default_rng(0).choice(len(ocr.data), 300, replace=False)  # mixed words
+    X, Y = [ocr.data[i] for i in words], [ocr.target[i] for i in words]
+    labels = np.arange(26)
+
+    def stream(chunks, passes=2):
+        est = SmoothSSVMClassifier(ChainCRF(labels=labels), solver="sgd", alpha=1e-3,
+                                   learning_rate=0.05, random_state=0)
+        for _ in range(passes):
+            for a, b in chunks:
+                est.partial_fit(X[a:b], Y[a:b])
+        return est
+
+    three = stream([(0, 100), (100, 200), (200, 300)])
+    two = stream([(0, 100), (100, 300)])
+    np.testing.assert_array_equal(three.coef_, two.coef_)  # same order, other boundaries
+    assert three.n_oracle_calls_ == 600 and three.n_iter_ == 6
+    # a pickled stream continues exactly
+    half = stream([(0, 100), (100, 200), (200, 300)], passes=1)
+    resumed = pickle.loads(pickle.dumps(half))
+    for a, b in [(0, 100), (100, 200), (200, 300)]:
+        resumed.partial_fit(X[a:b], Y[a:b])
+    np.testing.assert_array_equal(resumed.coef_, three.coef_)
+    # it learns: close to the in-memory SGD fit's training objective
+    full = SmoothSSVMClassifier(ChainCRF(labels=labels), solver="sgd", alpha=1e-3,
+                                learning_rate=0.05, max_iter=2, early_stopping=False,
+                                random_state=0).fit(X, Y)
+    assert three.primal_objective(X, Y) <= 1.1 * full.primal_objective(X, Y)
+    assert three.score(X, Y) > 0.6
+    # a chunk with another feature count or an unseen label is refused, the stream kept
+    coef = three.coef_.copy()
+    with pytest.raises(ValueError):
+        three.partial_fit([x[:, :-1] for x in X[:10]], Y[:10])
+    undeclared = SmoothSSVMClassifier(ChainCRF(), solver="sgd", alpha=1e-3,
+                                      learning_rate=0.05).partial_fit(X[:5], Y[:5])
+    unseen = next(i for i in range(5, 300) if not set(Y[i]) <= set(undeclared.classes_))
+    with pytest.raises(ValueError):
+        undeclared.partial_fit([X[unseen]], [Y[unseen]])
+    np.testing.assert_array_equal(three.coef_, coef)
+    with pytest.raises(ValueError, match="solver='sgd'"):
+        SmoothSSVMClassifier(ChainCRF()).partial_fit(X[:10], Y[:10])

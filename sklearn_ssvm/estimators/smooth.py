@@ -1,4 +1,5 @@
 """The smoothed structured SVM estimator: Casimir-SVRG, SVRG or SGD (spec 000)."""
+import copy
 from numbers import Integral, Real
 
 import numpy as np
@@ -6,7 +7,7 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import Interval, Options
+from .._validation import Interval, Options, check_params
 from ..solvers import prox_linear, smooth
 from ..solvers.agm import agm_structured
 from ..structures.base import smoothing_code
@@ -288,7 +289,75 @@ class SmoothSSVMClassifier(StructuredEstimator):
             The fitted estimator.
         """
         # a feature map scores the raw candidate sets, so they go to the solver too
-        return super().fit(X, Y, callback=callback)
+        super().fit(X, Y, callback=callback)
+        self._stream = None  # a later partial_fit starts a new stream
+        return self
+
+    def partial_fit(self, X, Y):
+        """Make one SGD pass over ``(X, Y)`` in order, continuing the previous calls.
+
+        For data that does not fit in memory: feed it in chunks (with a hashing
+        ``SequenceVectorizer`` the features need no fitted vocabulary), as many passes over
+        the chunks as wanted. Needs ``solver="sgd"`` and linear scores. The first call fixes
+        what the later ones must share: the label set (declare it, e.g.
+        ``ChainCRF(labels=...)``, when the first chunk may lack one), the number of features,
+        ``alpha`` (None: ``1 / n`` of the first chunk), the learning rate (None: searched on
+        the first chunk, as :meth:`fit` does) and the step schedule
+        ``learning_rate / (1 + t / t0)`` with ``t0`` the first chunk's size. ``coef_`` is the
+        average of the iterates, iterate ``t`` weighted by ``t`` (spec 000 §5.4); chunking does
+        not change it: the same examples in the same order give the same ``coef_`` whatever
+        the chunk boundaries after the first. :meth:`fit` discards the stream.
+
+        Parameters
+        ----------
+        X : list of arrays or sparse matrices, or 2-D array
+            A chunk of examples, as in :meth:`fit`.
+        Y : list of label arrays, 1-D array or 2-D indicator matrix
+            Their labelings, as in :meth:`fit`.
+
+        Returns
+        -------
+        self
+            The estimator, its ``coef_`` updated.
+        """
+        check_params(self)
+        if self.solver != "sgd" or self.feature_map is not None:
+            raise ValueError("partial_fit needs solver='sgd' and linear scores (no "
+                             "feature_map): the other solvers need all the examples at once.")
+        stream = getattr(self, "_stream", None)
+        if stream is None:
+            structure = clone(self.structure)
+            problem = structure.prepare(X, Y)
+            if getattr(problem, "dense_oracles", False):
+                raise ValueError(f"partial_fit runs the compiled oracles; "
+                                 f"{type(structure).__name__} trains with fit.")
+            alpha = self._default_alpha(problem) if self.alpha is None else float(self.alpha)
+            penalty, smoothing = self._penalty(alpha), self._smoothing(problem.kind)
+            learning_rate = self.learning_rate
+            if learning_rate is None:
+                rng = np.random.default_rng(
+                    check_random_state(self.random_state).randint(2**31))
+                learning_rate = smooth.choose_learning_rate(
+                    problem, lambda sub, lr: self._run(
+                        sub, penalty, smoothing, lr, LR_SEARCH_EPOCHS, None,
+                        rng.integers(2**31), 0).objective, smoothing, rng)
+            stream = smooth.SGDStream.start(problem, penalty, t0=problem.n_samples)
+            calls = 0
+        else:  # the first call's labels, features, alpha and learning rate
+            structure, alpha, learning_rate = self.structure_, self.alpha_, self.learning_rate_
+            problem = structure.pack(X, Y)
+            penalty, smoothing = self._penalty(alpha), self._smoothing(problem.kind)
+            stream, calls = copy.deepcopy(stream), self.n_iter_  # a failed call changes nothing
+        coef = stream.pass_over(problem, penalty, smoothing, learning_rate)
+        if not np.all(np.isfinite(coef)):
+            raise ValueError("partial_fit produced non-finite coefficients: lower the "
+                             "learning rate or rescale the features.")
+        self.structure_, self.alpha_, self.learning_rate_ = structure, alpha, learning_rate
+        self.classes_, self.n_features_in_ = structure.classes_, structure.n_features_in_
+        self.coef_, self._stream = coef, stream
+        self.n_iter_, self.n_oracle_calls_, self.converged_ = calls + 1, stream.t, False
+        self.n_nonzero_coef_ = int(np.count_nonzero(coef))
+        return self
 
     def _solver_inputs(self, X, Y):
         return {"raw": (X, Y)}

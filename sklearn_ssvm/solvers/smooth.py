@@ -523,6 +523,48 @@ def sgd(problem, alpha, smoothing, *, learning_rate, schedule="linear", t0=None,
     return monitor.result(w, epochs, n * epochs, False)
 
 
+@dataclass
+class SGDStream:
+    """What SGD carries from one chunk of examples to the next (``partial_fit``): the lazy
+    iterate's arrays (:class:`LazyIterate`), the global step count ``t`` and the schedule's
+    ``t0``. The chunks must share the features and labels of the first one."""
+
+    v: np.ndarray
+    lazy: np.ndarray
+    acc: np.ndarray
+    marks: np.ndarray
+    t: int
+    t0: float
+
+    @classmethod
+    def start(cls, problem, penalty, t0):
+        """The stream at ``w = 0`` before any step; ``t0`` as in :func:`sgd_step_sizes`."""
+        it = LazyIterate(problem, np.zeros(problem.n_params), None, as_penalty(penalty).l1)
+        return cls(it.v, it.lazy, it.acc, it.marks, 0, float(t0))
+
+    def pass_over(self, problem, penalty, smoothing, learning_rate):
+        """One SGD pass over ``problem``'s examples in their order: steps ``t + 1 .. t + n`` of
+        the ``linear`` schedule, iterate ``t`` weighted by ``t`` in the average (as
+        :func:`sgd` with ``averaging="weighted"``). Returns the weighted average so far."""
+        penalty = as_penalty(penalty)
+        n = problem.n_samples
+        t = np.arange(self.t + 1, self.t + n + 1, dtype=float)
+        steps = sgd_step_sizes("linear", learning_rate, self.t0, penalty.c, t)
+        decays = 1.0 - steps * penalty.c
+        if np.any(decays <= 0.0):
+            raise ValueError(f"learning_rate * alpha = {steps.max() * penalty.c:.3g} must be "
+                             f"below 1: lower the learning rate.")
+        it = LazyIterate(problem, self.v, None, penalty.l1)
+        it.v, it.lazy, it.acc, it.marks = self.v, self.lazy, self.acc, self.marks
+        M_ref, Q_ref = problem.truth_stats()
+        it.steps(smoothing, M_ref, Q_ref, np.arange(n), steps, decays, t)
+        self.t += n
+        # the average from a copy: flushing the lazy rows here would round them differently
+        # from an uncut stream, so the chunk boundaries would show in the result
+        it.v, it.lazy, it.acc, it.marks = (a.copy() for a in (it.v, it.lazy, it.acc, it.marks))
+        return it.average()
+
+
 def _sgd_epochs(problem, penalty, smoothing, w0, learning_rate, schedule, t0, averaging, epochs,
                 rng, record):
     """Up to ``epochs`` SGD epochs from ``w0`` (see :func:`sgd`); ``record(epoch, coef)`` after
