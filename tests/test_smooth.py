@@ -525,5 +525,7 @@ def test_partial_fit_is_invariant_to_the_chunking_and_learns():
     with pytest.raises(ValueError):
         undeclared.partial_fit([X[unseen]], [Y[unseen]])
     np.testing.assert_array_equal(three.coef_, coef)
-    with pytest.raises(ValueError, match="solver='sgd'"):
+    assert not hasattr(SmoothSSVMClassifier(ChainCRF()), "partial_fit")  # not for Casimir
+    with pytest.raises(AttributeError, match="partial_fit") as refused:
         SmoothSSVMClassifier(ChainCRF()).partial_fit(X[:10], Y[:10])
+    assert "solver='sgd'" in str(refused.value.__cause__)  # the reason, in the traceback

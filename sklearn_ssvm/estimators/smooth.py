@@ -5,6 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import clone
 from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, Options, check_params
@@ -293,6 +294,16 @@ class SmoothSSVMClassifier(StructuredEstimator):
         self._stream = None  # a later partial_fit starts a new stream
         return self
 
+    def _streams(self):
+        """Whether ``partial_fit`` exists: only for SGD on linear scores (scikit-learn's
+        ``available_if``; the other solvers need all the examples at once)."""
+        if self.solver != "sgd" or self.feature_map is not None:
+            raise AttributeError("partial_fit needs solver='sgd' and linear scores (no "
+                                 "feature_map): the other solvers need all the examples at "
+                                 "once.")
+        return True
+
+    @available_if(_streams)
     def partial_fit(self, X, Y):
         """Make one SGD pass over ``(X, Y)`` in order, continuing the previous calls.
 
@@ -321,9 +332,6 @@ class SmoothSSVMClassifier(StructuredEstimator):
             The estimator, its ``coef_`` updated.
         """
         check_params(self)
-        if self.solver != "sgd" or self.feature_map is not None:
-            raise ValueError("partial_fit needs solver='sgd' and linear scores (no "
-                             "feature_map): the other solvers need all the examples at once.")
         stream = getattr(self, "_stream", None)
         if stream is None:
             structure = clone(self.structure)
