@@ -118,6 +118,9 @@ class _FeatureIndex:
 class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Turn sequences of per-token feature dicts into per-sequence sparse matrices.
 
+    Hashing follows Weinberger et al. (2009, ICML); the attribute format is CRFsuite's (Okazaki
+    2007).
+
     The sequence counterpart of :class:`~sklearn.feature_extraction.DictVectorizer`
     and :class:`~sklearn.feature_extraction.FeatureHasher`: each token is a
     dict of attributes, each sequence a list of tokens, and ``transform``

@@ -41,6 +41,8 @@ def _chain_model(model):
 def transition_weights(model):
     """Return the transition weights as a ``labels x labels`` table.
 
+    As sklearn-crfsuite's tutorial reads CRFsuite models (Okazaki 2007).
+
     Parameters
     ----------
     model : estimator or Pipeline
@@ -65,6 +67,8 @@ def transition_weights(model):
 
 def transition_features(model):
     """Return the transition weights as a dict keyed by pairs of labels.
+
+    The attribute of sklearn-crfsuite, the CRFsuite wrapper (Okazaki 2007).
 
     ``{(label_from, label_to): weight}``, as sklearn-crfsuite's ``transition_features_``.
 
@@ -92,6 +96,8 @@ def transition_features(model):
 
 def state_features(model):
     """Return the non-zero token-feature weights as a dict keyed by (feature, label) pairs.
+
+    The attribute of sklearn-crfsuite, the CRFsuite wrapper (Okazaki 2007).
 
     ``{(feature_name, label): weight}`` of the non-zero token-feature weights, as
     sklearn-crfsuite's ``state_features_``.
@@ -122,6 +128,8 @@ def state_features(model):
 
 def top_state_features(model, n=10):
     """Return, per label, the ``n`` token features with the largest weights.
+
+    As sklearn-crfsuite's tutorial reads CRFsuite models (Okazaki 2007).
 
     Parameters
     ----------

@@ -36,6 +36,9 @@ def _check_sequences(Y_true, Y_pred):
 def token_accuracy(Y_true, Y_pred):
     """Compute the fraction of correctly labelled tokens over all tokens of all sequences.
 
+    The tagging accuracy that conlleval reports beside the chunk F1 (Tjong Kim Sang & Buchholz
+    2000).
+
     Parameters
     ----------
     Y_true : list of array-like of shape (n_tokens_i,)
@@ -102,6 +105,8 @@ def _check_scheme(scheme):
 
 def extract_chunks(tags, scheme="iob", *, _where=""):
     """Return the chunks of one tagged sentence, as conlleval delimits them.
+
+    Chunks as conlleval reads them (Tjong Kim Sang & Buchholz 2000).
 
     A chunk of type ``X`` starts at a token tagged ``B-X`` or ``S-X``, or
     at an ``I-X`` / ``E-X`` token that does not continue a chunk of type
@@ -172,6 +177,9 @@ def _prf(n_correct, n_pred, n_true):
 def chunk_precision_recall_f1(Y_true, Y_pred, *, scheme="iob", average="micro"):
     """Chunk-level precision, recall and F1, counted exactly as ``conlleval``.
 
+    The figures of conlleval, the CoNLL-2000 shared task's evaluation (Tjong Kim Sang & Buchholz
+    2000).
+
     Chunks are delimited per sentence by :func:`extract_chunks` (they never
     cross sentence boundaries). A predicted chunk is correct when a true
     chunk has the same type, start and end.
@@ -237,6 +245,9 @@ def chunk_precision_recall_f1(Y_true, Y_pred, *, scheme="iob", average="micro"):
 def chunk_f1_score(Y_true, Y_pred, *, scheme="iob"):
     """Compute the micro-averaged chunk F1 in [0, 1], exactly as the ``conlleval`` script.
 
+    The score of conlleval, the CoNLL-2000 shared task's evaluation (Tjong Kim Sang & Buchholz
+    2000).
+
     Multiply by 100 to compare with the "FB1" figure conlleval prints. See
     :func:`chunk_precision_recall_f1` for the chunk rules and the
     zero-denominator conventions (F1 is 0 when nothing is predicted or
@@ -274,6 +285,8 @@ def _scorer(score_func):
 
 def get_scorer(scoring):
     """Return a scorer ``scorer(estimator, X, Y)`` for lists of sequences.
+
+    The chunk F1 is conlleval's (Tjong Kim Sang & Buchholz 2000).
 
     A scorer for ``scoring=`` of ``GridSearchCV``, ``cross_validate`` and the library's CV
     estimators.

@@ -926,6 +926,8 @@ def _take(X, idx):
 class PathCV:
     """Cross-validated choice of ``alpha`` along regularization paths (:func:`cross_validate_path`).
 
+    Cross-validation along the certified regularization paths of Osokin et al. (2016, §4).
+
     Built by :func:`cross_validate_path`, which passes the parameters.
 
     Parameters
@@ -977,6 +979,8 @@ class PathCV:
 def cross_validate_path(estimator, X, Y, cv=5, alphas=None, n_alphas=30, eps=0.1,
                         alpha_min=1e-5, kappa=None, heuristic=False, n_jobs=None):
     """Choose ``alpha`` by K-fold cross-validation on eps-approximate regularization paths.
+
+    Cross-validation along the certified regularization paths of Osokin et al. (2016, §4, Alg. 6).
 
     One path per fold and one on all the data are computed, in parallel over joblib threads
     (the BCFW kernels release the GIL); each fold's path is scored on its held-out part at

@@ -34,6 +34,8 @@ import numpy as np
 def soft_threshold(v, t):
     """Apply the soft-threshold ``sign(v) max(|v| - t, 0)`` entry by entry.
 
+    The proximal map of the l1 norm, the elastic net's (Zou & Hastie 2005) sparse part.
+
     Returns ``v`` itself (not a copy) when ``t == 0``.
 
     Parameters
@@ -55,6 +57,8 @@ def soft_threshold(v, t):
 
 def check_l1_ratio(l1_ratio):
     """Return ``l1_ratio`` as a float in ``[0, 1)``, or raise a ValueError that says why.
+
+    The elastic net of Zou & Hastie (2005).
 
     Parameters
     ----------
@@ -83,6 +87,8 @@ def check_l1_ratio(l1_ratio):
 @dataclass(frozen=True)
 class ElasticNet:
     """``r(w) = (c/2) ||w||^2 + l1 ||w||_1 - <p, w>`` (see the module docstring).
+
+    The elastic net of Zou & Hastie (2005), in the convention of scikit-learn's SGDClassifier.
 
     Build it with :meth:`from_alpha`; solvers add proximal terms with :meth:`plus_prox`.
 
@@ -307,6 +313,8 @@ class ElasticNet:
 
 def as_penalty(alpha):
     """Convert a solver's ``alpha`` argument to a penalty.
+
+    The elastic net of Zou & Hastie (2005).
 
     A solver's ``alpha`` argument as a penalty: an :class:`ElasticNet` as it is, a number
     ``alpha`` as the L2 penalty ``alpha/2 ||w||^2``.

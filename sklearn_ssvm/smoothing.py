@@ -119,6 +119,8 @@ def _l2_value(z, zmax, u, mu):
 def smooth_max(z, mu, kind="l2"):
     """Smoothed maximum ``h_{mu omega}(z)`` and its gradient.
 
+    The smoothed max of Pillutla et al. (2018, spec 000 §2).
+
     ``h_{mu omega}(z) = max_{u in Delta} <u, z> - mu omega(u)`` (Def. 1, eq. (6)-(7)); the gradient
     is the maximizer ``u``, a point of the simplex.
 

@@ -47,3 +47,16 @@ def test_docstring(name):
     problems = [f"{code}: {message}" for code, message in validate(name)["errors"]
                 if code not in IGNORED]
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", [n for n in public_objects()
+                                  if n.count(".") == 1 or n.split(".")[1] in (
+                                      "structures", "datasets", "feature_extraction", "metrics",
+                                      "inspection", "penalties", "smoothing", "marginals")
+                                  and n.count(".") == 2])
+def test_public_classes_and_functions_cite_their_source(name):
+    """Every public class and function names the paper (or the specification or tool) it
+    implements: an author and year, or a spec section."""
+    module, attr = name.rsplit(".", 1)
+    doc = inspect.getdoc(getattr(importlib.import_module(module), attr)) or ""
+    assert re.search(r"\b(19|20)\d\d\b|spec 00\d|et al\.", doc), name

@@ -161,6 +161,8 @@ def load_ocr_letters(*, return_X_y=False):
 def split_folds(dataset, test_fold=0):
     """Split a data set with ``folds`` into training and test lists by fold.
 
+    The folds are those of Taskar, Guestrin & Koller (2003).
+
     The four lists are returned in the order of
     :func:`sklearn.model_selection.train_test_split`.
 

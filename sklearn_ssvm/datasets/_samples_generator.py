@@ -19,6 +19,9 @@ def make_chain_data(
 ):
     """Generate a random sequence labelling (chain) problem.
 
+    A synthetic problem for the chain oracles and solvers (the tests of Osokin et al. 2016, spec 002
+    §11).
+
     Labels follow a first-order Markov chain with a random initial
     distribution and a random transition matrix (rows drawn from a
     Dirichlet distribution, so some transitions are much likelier than
@@ -108,6 +111,8 @@ def make_chain_data(
 
 def make_hadamard_bmrm(n_features=16, variant="fixed"):
     """Affine pieces of the worst-case risk for bundle methods (BMRM's Omega(1/eps) bound).
+
+    The worst-case construction of Saha, Zhang & Vishwanathan (2011), spec 003 §2.3.
 
     The risk is ``R(w) = max_k <pieces[k], w> + offsets[k]`` and the objective
     ``J(w) = R(w) + (lambda/2) ||w||^2``, with ``J(0) = 0 = min J``. In the ``"fixed"``

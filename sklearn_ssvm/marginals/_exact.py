@@ -19,6 +19,8 @@ def _n_configurations(mrf):
 def brute_force_marginals(mrf, max_configurations=2 ** 22):
     """Exact ``log Z`` and marginal vector by enumerating all assignments.
 
+    The exact reference of Krishnan, Lacoste-Julien & Sontag (2015)'s experiments.
+
     Parameters
     ----------
     mrf : PairwiseMRF
@@ -51,6 +53,8 @@ def brute_force_marginals(mrf, max_configurations=2 ** 22):
 
 def grid_marginals(mrf, rows, cols):
     """Exact ``log Z`` and marginals of a model on (a subgraph of) a ``rows x cols`` grid.
+
+    The exact reference on the grids of Krishnan, Lacoste-Julien & Sontag (2015)'s experiments.
 
     Node ``r * cols + c`` sits at row ``r``, column ``c``; every edge must join two 4-neighbours.
     The grid is cut into lines along its longer side; a line has ``S^W`` configurations

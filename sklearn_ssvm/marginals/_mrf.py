@@ -23,6 +23,8 @@ def _check_rng(random_state):
 class PairwiseMRF:
     """A pairwise Markov random field over discrete variables, given by log-potential tables.
 
+    The pairwise models of Krishnan, Lacoste-Julien & Sontag (2015, spec 004 §1).
+
     Parameters
     ----------
     n_states : int or array_like of int, shape (n_nodes,)
@@ -475,6 +477,8 @@ class PairwiseMRF:
 def grid_edges(rows, cols):
     """4-neighbour grid edges, node ``r * cols + c``: horizontal edges first, then vertical.
 
+    The grid models of Krishnan, Lacoste-Julien & Sontag (2015)'s experiments.
+
     Parameters
     ----------
     rows : int
@@ -554,6 +558,8 @@ def random_grid(rows=5, cols=5, coupling=4.0, field=1.0, random_state=None):
 def random_rbm(n_visible=20, n_hidden=20, coupling=1.0, field=1.0, random_state=None):
     """Spin model on the complete bipartite graph (a restricted Boltzmann machine, spec §3.2
     item 3): visible nodes ``0..n_visible-1``, hidden nodes after them.
+
+    The RBM models of Krishnan, Lacoste-Julien & Sontag (2015)'s experiments.
 
     Parameters
     ----------

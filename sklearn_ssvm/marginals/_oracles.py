@@ -25,6 +25,8 @@ __all__ = ["MAPResult", "BruteForceMAP", "TreeMAP", "ICMMAP", "GraphCutMAP", "MI
 MAPResult = namedtuple("MAPResult", ["assignment", "value", "upper_bound", "exact"])
 MAPResult.__doc__ = """Result of a MAP call.
 
+The result of the MAP oracles of Krishnan, Lacoste-Julien & Sontag (2015, spec 004 §2.2).
+
 Parameters
 ----------
 assignment : ndarray of int64, shape (n_nodes,)
@@ -76,6 +78,9 @@ class _Oracle:
 class BruteForceMAP(_Oracle):
     """Exact MAP by enumerating all assignments (numba, incremental scores).
 
+    A MAP oracle of the Frank-Wolfe marginal solvers (Krishnan, Lacoste-Julien & Sontag 2015, spec
+    004 §2.2).
+
     Parameters
     ----------
     max_configurations : int, default=2**22
@@ -125,6 +130,9 @@ def _forest_parents(mrf):
 
 class TreeMAP(_Oracle):
     """Exact MAP on forests by max-product (``sklearn_ssvm._kernels.tree.tree_max``).
+
+    A MAP oracle of the Frank-Wolfe marginal solvers (Krishnan, Lacoste-Julien & Sontag 2015, spec
+    004 §2.2).
 
     Raises a ValueError on a graph with a cycle.
     """
@@ -205,6 +213,9 @@ class ICMMAP(_Oracle):
 class GraphCutMAP(_Oracle):
     """Exact MAP of binary models with submodular edges (``p00 + p11 >= p01 + p10``) by one
     minimum cut (``sklearn_ssvm.structures.graph.graphcut_map``; needs PyMaxflow).
+
+    A MAP oracle of the Frank-Wolfe marginal solvers (Krishnan, Lacoste-Julien & Sontag 2015, spec
+    004 §2.2), by max-flow (Boykov & Kolmogorov 2004, through PyMaxflow).
 
     A ValueError is raised for non-binary models or non-submodular edge potentials. Note that
     the perturbed potentials ``theta - K (1 + log mu)`` of TRW need not stay submodular when
@@ -346,6 +357,9 @@ class BestOfMAP(_Oracle):
 class AutoMAP(_Oracle):
     """The default exact oracle: tree max-product on forests, brute force up to
     ``max_configurations`` assignments, otherwise integer programming (HiGHS).
+
+    A MAP oracle of the Frank-Wolfe marginal solvers (Krishnan, Lacoste-Julien & Sontag 2015, spec
+    004 §2.2).
 
     Parameters
     ----------

@@ -83,6 +83,9 @@ def initial_rho(mrf, rho0="matrix_tree"):
     matrix-tree initialisation, spec §2.9), ``"uniform"`` (uniform over spanning trees) or an
     array in the spanning-tree polytope.
 
+    The starting edge appearance probabilities of Krishnan, Lacoste-Julien & Sontag (2015, spec 004
+    §4).
+
     Parameters
     ----------
     mrf : PairwiseMRF
@@ -111,6 +114,9 @@ def initial_rho(mrf, rho0="matrix_tree"):
 
 class TRWFrankWolfe:
     """State of Frank-Wolfe over (contractions of) the marginal polytope of ``mrf``.
+
+    The Frank-Wolfe baseline of Krishnan, Lacoste-Julien & Sontag (2015) on the TRW objective
+    (Wainwright, Jaakkola & Willsky 2005).
 
     Parameters
     ----------
@@ -436,6 +442,9 @@ def _check_common(n_rho_iter, tol, correction_freq):
 def frank_wolfe_trw(mrf, rho, map_oracle="auto", delta_init=1e-3, delta_mode="adaptive",
                     away_steps=False, correction=True, tol=0.5, max_iter=1000, **kwargs):
     """Maximise ``TRW(mu; theta, rho)`` over the marginal polytope for a fixed rho.
+
+    The Frank-Wolfe baseline of Krishnan, Lacoste-Julien & Sontag (2015) on the TRW objective
+    (Wainwright, Jaakkola & Willsky 2005).
 
     ``delta_mode="fixed"`` is FW over ``M_delta`` (Thm 3.4), ``"adaptive"`` Algorithm 1,
     ``"none"`` plain FW over ``M``; ``away_steps=True`` is MFW (Algorithm 3 with the MAP oracle),

@@ -28,6 +28,9 @@ _EMPTY_INT = np.zeros(0, dtype=np.int64)
 class Problem:
     """Packed data of one data set: flat arrays + offsets, ready for the kernels.
 
+    The joint feature map of the structured SVM (Tsochantaridis et al. 2005, JMLR), packed for the
+    kernels.
+
     Structures build it with ``prepare`` or ``pack``; every parameter is kept as the attribute
     of the same name.
 
@@ -461,6 +464,9 @@ def stack_csr(blocks, n_features):
 
 class StructuredModel(BaseEstimator):
     """Base class of the structures: validation, label encoding, packing and oracles.
+
+    The joint feature map, loss and oracles of the structured SVM (Tsochantaridis et al. 2005,
+    JMLR).
 
     Subclasses define ``_kind``, ``_n_codes``, ``_token_matrix(X, fitting)`` (all token features
     as one validated CSR matrix and the number of tokens of each example), ``_fit_labels(Y)``,

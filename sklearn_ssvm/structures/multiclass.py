@@ -8,6 +8,8 @@ from .base import FlatStructure, unique_labels
 class MulticlassSVM(FlatStructure):
     """Multi-class classification, one weight vector per class, 0-1 loss (Crammer-Singer).
 
+    The multiclass hinge of Crammer & Singer (2001, JMLR), as a structure of Osokin et al. (2016).
+
     The oracle is ``argmax_k [k != y] + <w_k, x>``. ``coef`` is laid out feature-major:
     ``coef.reshape(n_features, n_classes)[:, k]`` is the weight vector of class ``k``.
 

@@ -11,6 +11,9 @@ MAX_FULL_LABELS = 12
 class MultiLabel(FlatStructure):
     """Multi-label classification with the Hamming loss normalised by the number of labels.
 
+    The multi-label model of Finley & Joachims (2008, ICML), pairwise label terms optional, as a
+    structure of Osokin et al. (2016).
+
     ``phi(x, y) = x (x) y`` (one weight vector per label) plus, when ``pairwise`` is set, a 2x2
     table of weights per interacting pair of labels: ``e_{(y_k, y_l)}`` for each edge ``(k, l)``.
 
