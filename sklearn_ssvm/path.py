@@ -797,8 +797,9 @@ def _vertex_atoms(problem, labels, settings):
     and the oracle cache."""
     from .solvers import bcfw as solver  # only solvers with active sets get here
 
-    capacity = settings.get("cache_size", 50) if settings.get("cache", False) else min(
-        8, settings.get("max_active") or 8)
+    capacity = solver.ActiveSets.initial_room(settings.get("cache", False),
+                                              settings.get("cache_size", 50),
+                                              settings.get("max_active"))
     atoms = solver.ActiveSets.at_labels(problem, capacity=capacity)
     atoms.labels[:, 0] = labels
     return atoms

@@ -449,11 +449,13 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
                 gamma_max = atom_w[i, away] / (1.0 - atom_w[i, away])
         # the corner must join a store full of active atoms at its cap: it takes the place of
         # the lightest atom, whose whole weight moves to it (a forced pairwise drop step)
-        replace = (drop_when_full and keep_atoms and k_star < 0 and not away_step
-                   and atom_n[i] == cap and _lightest_active(atom_w, atom_n, i) >= 0)
+        lightest = -1
+        if drop_when_full and keep_atoms and k_star < 0 and not away_step and atom_n[i] == cap:
+            lightest = _lightest_active(atom_w, atom_n, i)
+        replace = lightest >= 0
         if replace:
             pairwise = True
-            away = _lightest_active(atom_w, atom_n, i)
+            away = lightest
         if pairwise:
             if away < 0 or k_star == away:  # the corner is the away atom: nothing to move
                 continue

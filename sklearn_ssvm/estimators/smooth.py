@@ -343,12 +343,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
             penalty, smoothing = self._penalty(alpha), self._smoothing(problem.kind)
             learning_rate = self.learning_rate
             if learning_rate is None:
-                rng = np.random.default_rng(
-                    check_random_state(self.random_state).randint(2**31))
-                learning_rate = smooth.choose_learning_rate(
-                    problem, lambda sub, lr: self._run(
-                        sub, penalty, smoothing, lr, LR_SEARCH_EPOCHS, None,
-                        rng.integers(2**31), 0).objective, smoothing, rng)
+                learning_rate = self._search_learning_rate(problem, penalty, smoothing,
+                                                           self._rng())
             stream = smooth.SGDStream.start(problem, penalty, t0=problem.n_samples)
             calls = 0
         else:  # the first call's labels, features, alpha and learning rate
@@ -369,6 +365,17 @@ class SmoothSSVMClassifier(StructuredEstimator):
 
     def _solver_inputs(self, X, Y):
         return {"raw": (X, Y)}
+
+    def _rng(self):
+        return np.random.default_rng(check_random_state(self.random_state).randint(2**31))
+
+    def _search_learning_rate(self, problem, penalty, smoothing, rng):
+        """The learning rate of a few epochs' best objective on a subsample (``learning_rate=
+        None``)."""
+        return smooth.choose_learning_rate(
+            problem, lambda sub, lr: self._run(sub, penalty, smoothing, lr, LR_SEARCH_EPOCHS,
+                                               None, rng.integers(2**31), 0).objective,
+            smoothing, rng)
 
     def _run(self, problem, penalty, smoothing, learning_rate, max_iter, init, seed, verbose,
              callback=None):
@@ -408,7 +415,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         if self.solver != "sgd" and self.smoothing is None:
             raise ValueError(f"solver={self.solver!r} needs a smooth objective: set smoothing "
                              f"to 'l2' or 'entropy' (smoothing=None works with solver='sgd').")
-        rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
+        rng = self._rng()
         smoothing = self._smoothing(problem.kind)
         if getattr(problem, "dense_oracles", False):
             smooth.dense_top_k(smoothing)  # refuses what loopy graphs cannot smooth
@@ -433,10 +440,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
             problem, callback = problem.subset(np.sort(order[n_val:])), tracker
         learning_rate = self.learning_rate
         if learning_rate is None:
-            learning_rate = smooth.choose_learning_rate(
-                problem, lambda sub, lr: self._run(sub, penalty, smoothing, lr, LR_SEARCH_EPOCHS,
-                                                   None, rng.integers(2**31), 0).objective,
-                smoothing, rng)
+            learning_rate = self._search_learning_rate(problem, penalty, smoothing, rng)
         result = self._run(problem, penalty, smoothing, learning_rate, self.max_iter, init,
                            rng.integers(2**31), self.verbose, callback)
         fitted = dict(coef_=result.coef, learning_rate_=learning_rate, n_iter_=result.n_iter,
@@ -469,7 +473,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
                              "of candidates scored by the feature map).")
         if self.smoothing is None:
             raise ValueError("the prox-linear inner solver needs smoothing='l2' or 'entropy'.")
-        rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
+        rng = self._rng()
         smoothing = self._smoothing(problem.kind)
         w0 = (previous._dense_coef() if previous is not None
               else clone(self.feature_map).init_params(problem.n_features))

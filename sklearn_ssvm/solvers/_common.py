@@ -37,7 +37,7 @@ class Clock:
         return time.process_time() - self.cpu0
 
 
-class progress_bar:
+class ProgressBar:
     """A fit's progress: with ``verbose >= 1`` a tqdm bar over the passes (or epochs,
     iterations), with ``verbose >= 2`` also one line per certificate check
     (:meth:`log`: the objective, the gap, the seconds so far)."""

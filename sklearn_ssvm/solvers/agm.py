@@ -34,7 +34,7 @@ from threadpoolctl import threadpool_limits
 from .._kernels.pragam import hinge_objective, project_q2_into
 from .._kernels.smoothed import ENTROPY
 from ..penalties import ElasticNet, as_penalty
-from ._common import Clock, numba_threads, progress_bar, stop_requested
+from ._common import Clock, ProgressBar, numba_threads, stop_requested
 from .pragam import LIPSCHITZ_FLOOR, sigma_max_sq
 from .smooth import Smoothing, full_gradient
 
@@ -232,7 +232,7 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
     converged = False
     # the vector operations are level-1 BLAS on n or d floats: a second BLAS thread only spins
     # (and on a busy machine waits), which doubled the CPU time on a9a
-    with threadpool_limits(1, user_api="blas"), progress_bar(max_iter, verbose, desc) as bar:
+    with threadpool_limits(1, user_api="blas"), ProgressBar(max_iter, verbose, desc) as bar:
         for k in range(1, max_iter + 1):
             L /= gamma_d
             for trials in range(1, MAX_TRIALS + 1):

@@ -17,7 +17,7 @@ from .._kernels.batch import weights_from_state
 from .._kernels.bcfw import AWAY, FW, PAIRWISE, bcfw_pass, state_from_atoms
 from .._kernels.labelings import CHAIN
 from ..penalties import as_penalty, soft_threshold
-from ._common import Clock, numba_threads, progress_bar, stop_requested
+from ._common import Clock, ProgressBar, numba_threads, stop_requested
 
 #: early exact check when the stale block-gap estimates sum below this fraction of tol
 #: (spec 002 §3.2, the reference code's heuristic exit)
@@ -71,6 +71,12 @@ class ActiveSets:
     labels: np.ndarray
     weights: np.ndarray
     count: np.ndarray
+
+    @staticmethod
+    def initial_room(cache, cache_size, max_active):
+        """The room per block a run starts with: the cache's size, else 8 (at most
+        ``max_active``)."""
+        return cache_size if cache else min(8, max_active or 8)
 
     @classmethod
     def at_labels(cls, problem, capacity=8):
@@ -422,8 +428,8 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
     elif init_active_sets is not None:
         atoms = init_active_sets.copy()
     elif init is None or step == "fw":  # FW with a cache: the weights are bookkeeping only
-        atoms = ActiveSets.at_labels(problem, capacity=cache_size if cache else
-                                      min(8, room_limit or 8))
+        atoms = ActiveSets.at_labels(problem, capacity=ActiveSets.initial_room(
+            cache, cache_size, max_active))
     else:
         raise ValueError(f"step={step!r} needs the active sets of the warm start; a dual point "
                          "reached by Frank-Wolfe steps alone does not have them.")
@@ -437,7 +443,7 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
         raise ValueError("averaging needs exact checks: the estimates are the last iterate's.")
     # the heuristic exit watches the last iterate's gaps; with averaging the average is certified
     exit_below = -1.0 if averaging else (HEURISTIC_EXIT if certify else 1.0) * tol
-    with numba_threads(n_jobs), progress_bar(max_iter, verbose, "BCFW") as bar:
+    with numba_threads(n_jobs), ProgressBar(max_iter, verbose, "BCFW") as bar:
         for it in range(1, max_iter + 1):
             first, uniforms = _pass_order(sampling, estimates, rng)
             args = (*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, Wc,

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from .._kernels.bundle import simplex_qp
 from .._kernels.smoothed import NONE
-from ._common import Clock, numba_threads, progress_bar, stop_requested
+from ._common import Clock, ProgressBar, numba_threads, stop_requested
 from .smooth import Smoothing, full_gradient
 
 VARIANTS = ("qp", "ls")
@@ -193,7 +193,7 @@ def bundle_method(oracle, coef0, alpha, *, variant="qp", tol=1e-3, max_iter=1000
     history = []
     best_w, best_J, lower, gap = w, np.inf, -np.inf, np.inf
     converged = False
-    with progress_bar(max_iter, verbose, desc) as bar:
+    with ProgressBar(max_iter, verbose, desc) as bar:
         for t in range(1, max_iter + 1):
             risk, a, b = oracle(w)
             J = risk + 0.5 * alpha * w @ w

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._kernels.pragam import (DUAL, GAP, N_HIST, PRIMAL, hinge_objective, min_bias_interval,
                                pragam_chunk, pragam_start, project_q2_into)
-from ._common import Clock, progress_bar, stop_requested
+from ._common import Clock, ProgressBar, stop_requested
 
 #: factor on the power-iteration estimate of sigma_max(X)^2: the Rayleigh quotient approaches
 #: it from below, and an underestimated L voids the bound of eq. (26) (spec 003 §2.4)
@@ -163,7 +163,7 @@ def pragam(X, y, alpha, *, fit_intercept=False, tol=1e-6, max_iter=1000, verbose
     pragam_start(*arrays, y, alpha, L, center, fit_intercept, w, u, a)
     rows, walls, cpus = [], [], []
     k, chunk, status = 0, 1, 0
-    bar = progress_bar(max_iter, verbose, "PRAGAM")
+    bar = ProgressBar(max_iter, verbose, "PRAGAM")
     while status == 0:
         # chunks grow geometrically: fine time stamps early, little Python overhead later
         k1 = min(k + chunk - 1, max_iter)

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from .._kernels.labelings import CANDIDATES
 from ..structures.base import Problem
-from ._common import Clock, progress_bar, stop_requested
+from ._common import Clock, ProgressBar, stop_requested
 from .smooth import casimir_svrg
 
 MU_SCHEDULES = ("linear", "const")
@@ -296,7 +296,7 @@ def prox_linear_loop(feature_map, X, losses, y_true, alpha, solve, *, eta, max_i
     oracle_calls = n
     history = [dict(iteration=0, objective=value, time=0.0, cpu_time=0.0,
                     oracle_calls=oracle_calls)]
-    bar = progress_bar(max_iter, verbose, "Prox-linear")
+    bar = ProgressBar(max_iter, verbose, "Prox-linear")
     converged = False
     problem = None  # the model at w_{k-1}, kept while steps are rejected
     k = 0

@@ -29,7 +29,7 @@ from .._kernels.penalty import soft_line_search
 from .._kernels.smoothed import NONE, TOP_K
 from .._kernels.stochastic import (RSUM, S, R, WSUM, flush, lazy_state, prox_steps,
                                    stochastic_steps)
-from ._common import Clock, numba_threads, progress_bar, stop_requested
+from ._common import Clock, ProgressBar, numba_threads, stop_requested
 from .catalyst import catalyst, delta_schedule, stopping_test
 
 
@@ -265,7 +265,7 @@ class Monitor:
         self.eval_wall = self.eval_cpu = 0.0
         self.history = []
         self.dual = DualBound(penalty)
-        self.bar = progress_bar(max_iter, verbose, desc)
+        self.bar = ProgressBar(max_iter, verbose, desc)
 
     def record(self, epoch, coef, oracle_calls, snap=None, **extra):
         """Log epoch ``epoch`` ending at ``coef``; True when the run should end: the certified
@@ -523,6 +523,17 @@ def sgd(problem, alpha, smoothing, *, learning_rate, schedule="linear", t0=None,
     return monitor.result(w, epochs, n * epochs, False)
 
 
+def _sgd_steps(schedule, learning_rate, t0, alpha, t):
+    """The step sizes at the global steps ``t`` and the decays ``1 - step * alpha`` of the
+    iterate they imply, which must stay positive."""
+    steps = sgd_step_sizes(schedule, learning_rate, t0, alpha, t)
+    decays = 1.0 - steps * alpha
+    if np.any(decays <= 0.0):
+        raise ValueError(f"learning_rate * alpha = {steps.max() * alpha:.3g} must be below 1: "
+                         f"lower the learning rate.")
+    return steps, decays
+
+
 @dataclass
 class SGDStream:
     """What SGD carries from one chunk of examples to the next (``partial_fit``): the lazy
@@ -549,11 +560,7 @@ class SGDStream:
         penalty = as_penalty(penalty)
         n = problem.n_samples
         t = np.arange(self.t + 1, self.t + n + 1, dtype=float)
-        steps = sgd_step_sizes("linear", learning_rate, self.t0, penalty.c, t)
-        decays = 1.0 - steps * penalty.c
-        if np.any(decays <= 0.0):
-            raise ValueError(f"learning_rate * alpha = {steps.max() * penalty.c:.3g} must be "
-                             f"below 1: lower the learning rate.")
+        steps, decays = _sgd_steps("linear", learning_rate, self.t0, penalty.c, t)
         it = LazyIterate(problem, self.v, None, penalty.l1)
         it.v, it.lazy, it.acc, it.marks = self.v, self.lazy, self.acc, self.marks
         M_ref, Q_ref = problem.truth_stats()
@@ -576,11 +583,7 @@ def _sgd_epochs(problem, penalty, smoothing, w0, learning_rate, schedule, t0, av
     w, epoch = w0, 0
     for epoch in range(1, epochs + 1):
         t = np.arange((epoch - 1) * n + 1, epoch * n + 1, dtype=float)
-        steps = sgd_step_sizes(schedule, learning_rate, t0, penalty.c, t)
-        decays = 1.0 - steps * penalty.c
-        if np.any(decays <= 0.0):
-            raise ValueError(f"learning_rate * alpha = {steps.max() * penalty.c:.3g} must be "
-                             f"below 1: lower the learning rate.")
+        steps, decays = _sgd_steps(schedule, learning_rate, t0, penalty.c, t)
         weights = {"none": np.ones(n), "uniform": np.ones(n), "weighted": t}[averaging]
         lazy.steps(smoothing, M_ref, Q_ref, rng.integers(n, size=n), steps, decays, weights)
         w = lazy.current() if averaging == "none" else lazy.average()
