@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_ssvm._kernels.chain import (
-    KBEST,
-    _chain_forward,
+    _forward_kbest,
     forward_backward,
     score_labeling,
     topk_viterbi,
@@ -337,7 +336,7 @@ def unpruned_topk(unary, trans, K):
     bp_lab = np.empty((T, L, K), dtype=np.int32)
     bp_rank = np.empty((T, L, K), dtype=np.int32)
     work = np.empty(4 * L + 2 + K)
-    _chain_forward(KBEST, 1.0, unary, trans, alpha, bp_lab, bp_rank, work, unary[:0])
+    _forward_kbest(1.0, unary, trans, alpha, bp_lab, bp_rank, work, unary[:0])
     last = [(alpha[T - 1, s, l], s, l) for s in range(L) for l in range(K)]
     return best_paths(last, T, K, lambda t, s, l: (bp_lab[t, s, l], bp_rank[t, s, l]))
 

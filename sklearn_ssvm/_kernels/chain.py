@@ -10,7 +10,7 @@ Viterbi, top-K Viterbi and forward-backward are one forward recursion (spec 000,
     alpha_t(s) = unary[t, s]  (x)  (+)_{s'} [ alpha_{t-1}(s')  (x)  trans[s', s] ]
 
 over different semirings; only the semiring "matrix-vector product" ``(+)_{s'}`` differs
-(``_semiring_product``; ``_semiring_matvec`` for the tree kernels):
+(``_matvec_max``, ``_matvec_kbest``, ``_matvec_lse``):
 
 * ``MAX_PLUS`` (Viterbi): ``(+) = max``, one value per state. No backpointers are stored: the
   argmax is recomputed along the decoded path only (``O(T L)`` instead of ``O(T L^2)``
@@ -26,13 +26,14 @@ over different semirings; only the semiring "matrix-vector product" ``(+)_{s'}``
   after their last useful entry, so the results, ties included, are those of the plain
   recursion.
 * ``LOG_SUM_EXP`` (forward-backward): ``(+)_i z_i = mu log sum_i exp(z_i / mu)``, in score units,
-  always max-shifted (pitfall 1). ``_semiring_prepare`` tabulates ``exp`` of the (column-shifted)
+  always max-shifted (pitfall 1). ``_lse_prepare`` tabulates ``exp`` of the (column-shifted)
   potential once, so a step costs ``L`` exponentials and ``L^2`` fused multiply-adds instead of
   ``L^2`` exponentials; a column whose shifted sum would underflow is recomputed exactly.
 
-``_chain_forward`` is the recursion, written once. The backward messages of forward-backward are
-the same forward recursion on the reversed chain with ``trans.T``. The tree kernels
-(``tree.py``) reuse the same semiring products for their messages.
+``chain_recursion`` is the recursion, written once and compiled per semiring (so that a Viterbi
+does not compile the K-best merge: a first fit compiles what it runs). The backward messages of
+forward-backward are the same forward recursion on the reversed chain with ``trans.T``. The
+tree kernels (``tree.py``) reuse the same semiring products for their messages.
 
 Labelings whose score is ``-inf`` (forbidden by a ``-inf`` potential) are infeasible: they get
 probability 0 and ``topk_viterbi`` pads instead of listing them. ``viterbi`` still returns a
@@ -458,39 +459,6 @@ def _matvec_lse(prev, trans, out, mu, work):
 
 
 @njit(cache=True, nogil=True)
-def _semiring_prepare(semiring, mu, trans, work):
-    """Per-potential preparation (before the products that use ``trans``)."""
-    if semiring == LOG_SUM_EXP:
-        _lse_prepare(trans, mu, work)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _semiring_product(semiring, mu, prev, trans, out, bp_lab, bp_rank, idx, work, bound):
-    """``out[s] = (+)_{s'} prev[s'] (x) trans[s', s]`` in the chosen semiring.
-
-    ``prev`` is ``(n_in, K)``, ``trans`` ``(n_in, n_out)``, ``out`` ``(n_out, K)``. Only
-    ``KBEST`` writes backpointers, into ``bp_lab[idx], bp_rank[idx]`` (``(n_out, K)`` slices of
-    the 3-D tables: the slices are taken only here, as building unused views per step costs a
-    third of a small Viterbi), and only ``KBEST`` uses ``bound`` (see ``_matvec_kbest``; no
-    rows: no bound). ``work`` is prepared by ``_semiring_prepare(.., trans, work)``: for
-    ``LOG_SUM_EXP`` it holds ``lse_work_size(n_in, n_out)`` floats, for ``KBEST``
-    ``kbest_work_size(n_in, n_out, K)``.
-    """
-    if semiring == MAX_PLUS:
-        _matvec_max(prev, trans, out)
-    elif semiring == KBEST:
-        _matvec_kbest(prev, trans, out, bp_lab, bp_rank, work, bound, idx)
-    else:
-        _matvec_lse(prev, trans, out, mu, work)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _semiring_matvec(semiring, mu, prev, trans, out, bp_lab, bp_rank, idx, work):
-    """``_semiring_product`` without a bound (the tree kernels' messages)."""
-    _semiring_product(semiring, mu, prev, trans, out, bp_lab, bp_rank, idx, work, prev[:0])
-
-
-@njit(cache=True, nogil=True)
 def _init_table(values, table):
     """``table[s, :] = [values[s], -inf, ..., -inf]``: one-element lists."""
     for s in range(table.shape[0]):
@@ -504,35 +472,54 @@ def _init_table(values, table):
 # ------------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
-def _chain_forward(semiring, mu, unary, trans, alpha, bp_lab, bp_rank, work, bound):
-    """The chain recursion, generic over the semiring; fills ``alpha`` (T, L, K) in place.
+def chain_recursion(semiring):
+    """The chain recursion compiled for one semiring: ``forward(mu, unary, trans, alpha, bp_lab,
+    bp_rank, work, bound)`` fills ``alpha`` (T, L, K) in place.
 
     ``alpha[t, s, :]`` is the semiring sum, over prefixes ``y_0..y_t`` with ``y_t = s``, of their
     scores: the max (``MAX_PLUS``), the sorted K best (``KBEST``, with ``bp_lab[t, s, k],
     bp_rank[t, s, k]`` the ``(y_{t-1}, rank)`` of entry ``k``; ``K = alpha.shape[2]``) or the
-    ``mu``-log-sum-exp (``LOG_SUM_EXP``). ``work`` and ``bound`` are as in
-    ``_semiring_product``; ``bound`` is ``(T, L)`` or has no rows.
+    ``mu``-log-sum-exp (``LOG_SUM_EXP``). ``work`` holds ``lse_work_size(L, L)`` floats for
+    ``LOG_SUM_EXP`` (the tabulated potential) and ``kbest_work_size(L, L, K)`` for ``KBEST``;
+    ``bound`` is ``(T, L)`` or has no rows (see ``_matvec_kbest``).
+
+    The semiring is a constant of the closure (an int, which numba's cache keys on), so numba
+    prunes the other semirings' branches: a Viterbi compiles neither the K-best merge nor the
+    exponentials. The closure refers to other kernels by global name only: a compiled function
+    held in a closure cell would defeat the on-disk cache.
     """
-    T = unary.shape[0]
-    L = unary.shape[1]
-    K = alpha.shape[2]
-    _init_table(unary[0], alpha[0])
-    if T > 1:
-        _semiring_prepare(semiring, mu, trans, work)
-    for t in range(1, T):
-        cur = alpha[t]
-        _semiring_product(semiring, mu, alpha[t - 1], trans, cur, bp_lab, bp_rank, t, work,
-                          bound)
-        # (x) unary[t, s]: adding a constant keeps every list sorted
-        if K == 1:
-            for s in range(L):
-                cur[s, 0] += unary[t, s]
-        else:
-            for s in range(L):
-                u = unary[t, s]
-                for k in range(K):
-                    cur[s, k] += u
+    @njit(cache=True, nogil=True)
+    def forward(mu, unary, trans, alpha, bp_lab, bp_rank, work, bound):
+        T = unary.shape[0]
+        L = unary.shape[1]
+        K = alpha.shape[2]
+        _init_table(unary[0], alpha[0])
+        if semiring == LOG_SUM_EXP and T > 1:
+            _lse_prepare(trans, mu, work)
+        for t in range(1, T):
+            cur = alpha[t]
+            if semiring == MAX_PLUS:
+                _matvec_max(alpha[t - 1], trans, cur)
+            elif semiring == KBEST:
+                _matvec_kbest(alpha[t - 1], trans, cur, bp_lab, bp_rank, work, bound, t)
+            else:
+                _matvec_lse(alpha[t - 1], trans, cur, mu, work)
+            # (x) unary[t, s]: adding a constant keeps every list sorted
+            if K == 1:
+                for s in range(L):
+                    cur[s, 0] += unary[t, s]
+            else:
+                for s in range(L):
+                    u = unary[t, s]
+                    for k in range(K):
+                        cur[s, k] += u
+
+    return forward
+
+
+_forward_max_plus = chain_recursion(MAX_PLUS)
+_forward_kbest = chain_recursion(KBEST)
+_forward_lse = chain_recursion(LOG_SUM_EXP)
 
 
 # ------------------------------------------------------------------------------------------
@@ -587,11 +574,9 @@ def viterbi_into(unary, trans, y_out, work):
     T = unary.shape[0]
     L = unary.shape[1]
     alpha = work[:T * L].reshape((T, L, 1))
-    # MAX_PLUS touches neither backpointers nor work nor bound; empty int32 tables (views, no
-    # allocation) keep the argument types those of the other semirings, so one compiled
-    # _chain_forward serves all three
+    # MAX_PLUS touches neither backpointers nor work nor bound: empty views, no allocation
     no_bp = work[:0].view(np.int32).reshape((0, 0, 0))
-    _chain_forward(MAX_PLUS, 1.0, unary, trans, alpha, no_bp, no_bp, work, unary[:0])
+    _forward_max_plus(1.0, unary, trans, alpha, no_bp, no_bp, work, unary[:0])
     last = alpha[T - 1]
     s = 0
     for c in range(1, L):
@@ -751,7 +736,7 @@ def topk_viterbi_into(unary, trans, K, scores_out, paths_out, work):
                 x0 = x0 if x0 != np.inf else 0.0
                 t0 = x0 if x0 > t0 else t0
         tabs = max(t0, t1)
-        _chain_forward(MAX_PLUS, 1.0, rev, trans_t, beta, bp_lab[:0], bp_lab[:0], kwork,
+        _forward_max_plus(1.0, rev, trans_t, beta, bp_lab[:0], bp_lab[:0], kwork,
                        bound[:0])
         for t in range(T):
             for s in range(L):
@@ -773,7 +758,7 @@ def topk_viterbi_into(unary, trans, K, scores_out, paths_out, work):
         # slack: the rounding of sums of at most 2T terms, all below T (umax + tabs) in
         # magnitude, computed in other orders
         work[st + 1] = 16.0 * (T + 1) * _EPS * T * (umax + tabs)
-        _chain_forward(KBEST, 1.0, unary, trans, alpha, bp_lab, bp_rank, kwork, bound)
+        _forward_kbest(1.0, unary, trans, alpha, bp_lab, bp_rank, kwork, bound)
     else:
         _init_table(unary[0], alpha[0])
     # the final (+) over the last label: the K best of the lists, ties in (label, rank) order
@@ -861,9 +846,9 @@ def topk_viterbi(unary, trans, K):
 
 @njit(cache=True, nogil=True)
 def _lse_forward(unary, trans, mu, alpha, work):
-    """``_chain_forward`` in the log-sum-exp semiring, which keeps no backpointers."""
+    """The chain recursion in the log-sum-exp semiring, which keeps no backpointers."""
     no_bp = work[:0].view(np.int32).reshape((0, 0, 0))
-    _chain_forward(LOG_SUM_EXP, mu, unary, trans, alpha, no_bp, no_bp, work, unary[:0])
+    _forward_lse(mu, unary, trans, alpha, no_bp, no_bp, work, unary[:0])
 
 
 @njit(cache=True, nogil=True)

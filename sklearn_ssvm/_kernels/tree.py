@@ -6,11 +6,12 @@ A labeling scores
 
     score(y) = sum_v unary[v, y_v] + sum_{v non-root} pair[v, y_v, y_parent(v)].
 
-The upward pass (spec 000 Algos. 7, 8, 9) is written once over the semirings of ``chain.py``:
+The upward pass (spec 000 Algos. 7, 8, 9) is written once over the semirings of ``chain.py``
+(``tree_recursion``, compiled per semiring):
 visiting nodes children-first, each node ``v`` holds a table ``belief[v]`` (S, K) =
 ``unary[v] (x) (x)_{children c} msg[c]``; its message to the parent is the semiring product
-``msg[v][b] = (+)_a belief[v][a] (x) pair[v, a, b]`` (``chain._semiring_matvec``, the very product
-the chain recursion uses), and ``(x)``-merging a message into the parent's table keeps K entries
+``msg[v][b] = (+)_a belief[v][a] (x) pair[v, a, b]`` (the very products the chain recursion
+uses), and ``(x)``-merging a message into the parent's table keeps K entries
 (pairwise merge of two sorted K-lists for K-best), so several children never blow up to
 ``K^children`` candidates. The roots of a forest send their messages, through an all-zero
 potential, to a virtual one-state node whose table is the answer: the forest is one tree.
@@ -22,8 +23,8 @@ the merge, rank in the message)`` backpointers of the merges. Sum-product adds a
 import numpy as np
 from numba import njit
 
-from .chain import (KBEST, LOG_SUM_EXP, MAX_PLUS, _init_table, _insert_sorted, _semiring_matvec,
-                    _semiring_prepare, lse_work_size)
+from .chain import (KBEST, LOG_SUM_EXP, MAX_PLUS, _init_table, _insert_sorted, _lse_prepare,
+                    _matvec_kbest, _matvec_lse, _matvec_max, lse_work_size)
 
 
 @njit(cache=True, nogil=True)
@@ -80,19 +81,12 @@ def tree_order(parent):
 
 
 @njit(cache=True, nogil=True)
-def _merge_lists(semiring, acc, msg, bp_prev, bp_msg, tmp_val, tmp_prev, tmp_msg):
-    """``acc[s] <- acc[s] (x) msg[s]`` for every state ``s``.
-
-    ``(x)`` is ``+`` in every semiring; for ``KBEST`` the K best of ``{acc[s, i] + msg[s, j]}``
-    are kept (both lists sorted, so the scans stop early) with merge backpointers
-    ``bp_prev[s, k], bp_msg[s, k] = (i, j)``.
-    """
+def _merge_kbest(acc, msg, bp_prev, bp_msg, tmp_val, tmp_prev, tmp_msg):
+    """``acc[s] <- acc[s] (x) msg[s]`` for every state ``s`` in the K-best semiring: the K best
+    of ``{acc[s, i] + msg[s, j]}`` are kept (both lists sorted, so the scans stop early) with
+    merge backpointers ``bp_prev[s, k], bp_msg[s, k] = (i, j)``."""
     S = acc.shape[0]
     K = acc.shape[1]
-    if semiring != KBEST:
-        for s in range(S):
-            acc[s, 0] += msg[s, 0]
-        return
     for s in range(S):
         for k in range(K):
             tmp_val[k] = -np.inf
@@ -111,10 +105,10 @@ def _merge_lists(semiring, acc, msg, bp_prev, bp_msg, tmp_val, tmp_prev, tmp_msg
             bp_msg[s, k] = tmp_msg[k]
 
 
-@njit(cache=True, nogil=True)
-def _tree_upward(semiring, mu, unary, pair, parent, order, belief, msg, msg_lab, msg_rank,
-                 mrg_prev, mrg_msg, rmsg, rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg, vbelief):
-    """The upward pass, generic over the semiring (``K = belief.shape[2]``).
+def tree_recursion(semiring):
+    """The upward pass compiled for one semiring (as ``chain.chain_recursion``): ``upward(mu,
+    unary, pair, parent, order, belief, msg, msg_lab, msg_rank, mrg_prev, mrg_msg, rmsg,
+    rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg, vbelief)``.
 
     Fills ``belief`` (p, S, K), the messages ``msg`` (p, S, K) of non-roots to their parents,
     ``rmsg`` (p, 1, K) of roots to the virtual node, and ``vbelief`` (1, K), the virtual node's
@@ -122,34 +116,53 @@ def _tree_upward(semiring, mu, unary, pair, parent, order, belief, msg, msg_lab,
     ``msg_lab/msg_rank`` are the message backpointers and ``mrg_prev/mrg_msg`` the merge
     backpointers, likewise ``rmsg_*``/``rmrg_*`` for roots; the other semirings ignore them.
     """
-    p = unary.shape[0]
-    S = unary.shape[1]
-    K = belief.shape[2]
-    for v in range(p):
-        _init_table(unary[v], belief[v])
-    for k in range(K):
-        vbelief[0, k] = 0.0 if k == 0 else -np.inf
-    zero_col = np.zeros((S, 1))  # roots reach the virtual node through a zero potential
-    work = np.empty(lse_work_size(S, S))
-    tmp_val = np.empty(K)
-    tmp_prev = np.empty(K, dtype=np.int32)
-    tmp_msg = np.empty(K, dtype=np.int32)
-    # reverse topological order: all children of v are merged into belief[v] before v sends;
-    # the children of a node are merged in decreasing position in ``order``
-    for i in range(p - 1, -1, -1):
-        v = order[i]
-        q = parent[v]
-        if q >= 0:
-            _semiring_prepare(semiring, mu, pair[v], work)
-            _semiring_matvec(semiring, mu, belief[v], pair[v], msg[v], msg_lab, msg_rank, v, work)
-            _merge_lists(semiring, belief[q], msg[v], mrg_prev[v], mrg_msg[v],
-                         tmp_val, tmp_prev, tmp_msg)
-        else:
-            _semiring_prepare(semiring, mu, zero_col, work)
-            _semiring_matvec(semiring, mu, belief[v], zero_col, rmsg[v], rmsg_lab, rmsg_rank, v,
-                             work)
-            _merge_lists(semiring, vbelief, rmsg[v], rmrg_prev[v], rmrg_msg[v],
-                         tmp_val, tmp_prev, tmp_msg)
+    @njit(cache=True, nogil=True)
+    def upward(mu, unary, pair, parent, order, belief, msg, msg_lab, msg_rank, mrg_prev,
+               mrg_msg, rmsg, rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg, vbelief):
+        p = unary.shape[0]
+        S = unary.shape[1]
+        K = belief.shape[2]
+        for v in range(p):
+            _init_table(unary[v], belief[v])
+        for k in range(K):
+            vbelief[0, k] = 0.0 if k == 0 else -np.inf
+        zero_col = np.zeros((S, 1))  # roots reach the virtual node through a zero potential
+        no_bound = zero_col[:0]
+        work = np.empty(lse_work_size(S, S))
+        tmp_val = np.empty(K)
+        tmp_prev = np.empty(K, dtype=np.int32)
+        tmp_msg = np.empty(K, dtype=np.int32)
+        # reverse topological order: all children of v are merged into belief[v] before v
+        # sends; the children of a node are merged in decreasing position in ``order``
+        for i in range(p - 1, -1, -1):
+            v = order[i]
+            q = parent[v]
+            root = q < 0
+            trans = zero_col if root else pair[v]
+            out = rmsg[v] if root else msg[v]
+            out_lab = rmsg_lab if root else msg_lab
+            out_rank = rmsg_rank if root else msg_rank
+            into = vbelief if root else belief[q]
+            if semiring == MAX_PLUS:
+                _matvec_max(belief[v], trans, out)
+            elif semiring == KBEST:
+                _matvec_kbest(belief[v], trans, out, out_lab, out_rank, work, no_bound, v)
+            else:
+                _lse_prepare(trans, mu, work)
+                _matvec_lse(belief[v], trans, out, mu, work)
+            if semiring == KBEST:
+                _merge_kbest(into, out, rmrg_prev[v] if root else mrg_prev[v],
+                             rmrg_msg[v] if root else mrg_msg[v], tmp_val, tmp_prev, tmp_msg)
+            else:
+                for s in range(S):
+                    into[s, 0] += out[s, 0]
+
+    return upward
+
+
+_upward_max_plus = tree_recursion(MAX_PLUS)
+_upward_kbest = tree_recursion(KBEST)
+_upward_lse = tree_recursion(LOG_SUM_EXP)
 
 
 @njit(cache=True, nogil=True)
@@ -208,8 +221,8 @@ def tree_max(unary, pair, parent, order):
     rmsg = np.empty((p, 1, 1))
     vbelief = np.empty((1, 1))
     no_bp = np.empty((p, 0, 0), dtype=np.int32)  # max-plus recomputes argmaxes instead
-    _tree_upward(MAX_PLUS, 1.0, unary, pair, parent, order, belief, msg, no_bp, no_bp, no_bp,
-                 no_bp, rmsg, no_bp, no_bp, no_bp, no_bp, vbelief)
+    _upward_max_plus(1.0, unary, pair, parent, order, belief, msg, no_bp, no_bp, no_bp, no_bp,
+                     rmsg, no_bp, no_bp, no_bp, no_bp, vbelief)
     # parents first: each node takes the lowest state maximising its belief (children included)
     # plus the potential to its parent's decoded state, i.e. the argmax its message kept
     y = np.empty(p, dtype=np.int32)
@@ -269,8 +282,8 @@ def tree_topk(unary, pair, parent, order, K):
     rmrg_prev = np.empty((p, 1, K), dtype=np.int32)
     rmrg_msg = np.empty((p, 1, K), dtype=np.int32)
     vbelief = np.empty((1, K))
-    _tree_upward(KBEST, 1.0, unary, pair, parent, order, belief, msg, msg_lab, msg_rank,
-                 mrg_prev, mrg_msg, rmsg, rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg, vbelief)
+    _upward_kbest(1.0, unary, pair, parent, order, belief, msg, msg_lab, msg_rank,
+                  mrg_prev, mrg_msg, rmsg, rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg, vbelief)
     scores = vbelief[0].copy()
     labelings = np.full((K, p), -1, dtype=np.int32)
     cur_rank = np.empty(p, dtype=np.int32)
@@ -324,8 +337,8 @@ def tree_marginals(unary, pair, parent, order, mu):
     node = np.zeros((p, S))
     edge = np.zeros((p, S, S))
     mu = float(mu)
-    _tree_upward(LOG_SUM_EXP, mu, unary, pair, parent, order, belief, msg, no_bp, no_bp,
-                 no_bp, no_bp, rmsg, no_bp, no_bp, no_bp, no_bp, vbelief)
+    _upward_lse(mu, unary, pair, parent, order, belief, msg, no_bp, no_bp, no_bp, no_bp, rmsg,
+                no_bp, no_bp, no_bp, no_bp, vbelief)
     value = vbelief[0, 0]
     if value == -np.inf:
         return value, node, edge
@@ -371,8 +384,8 @@ def tree_marginals(unary, pair, parent, order, mu):
             excl[b, 0] = rest + outside[q, b, 0]
             for a in range(S):
                 trans_t[b, a] = pair[v, a, b]
-        _semiring_prepare(LOG_SUM_EXP, mu, trans_t, work)
-        _semiring_matvec(LOG_SUM_EXP, mu, excl, trans_t, outside[v], no_bp, no_bp, 0, work)
+        _lse_prepare(trans_t, mu, work)
+        _matvec_lse(excl, trans_t, outside[v], mu, work)
         zc = comp_logz[v]
         for a in range(S):
             ba = belief[v, a, 0]
