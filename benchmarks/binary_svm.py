@@ -20,13 +20,12 @@ PRAGAM's dual value certifies how far ``J*`` can be from ``min J``. "Time to eps
 CPU time with ``min_{t' <= t} J(w_t') <= (1 + eps) J*`` (spec 003 §3's err_t). Reported:
 CPU seconds to each eps, ratio to liblinear's, the final test accuracy; the plot shows
 iterations against suboptimality (BMRM's 1/eps, PRAGAM's 1/sqrt(eps)). Every solver runs on
-one thread (numba and BLAS limited to 1), as liblinear and SGD do.
+one thread (our kernels and BLAS limited to 1), as liblinear and SGD do.
 """
 import argparse
 import time
 from pathlib import Path
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
@@ -254,8 +253,8 @@ def main():
     parser.add_argument("--plot", default=None, help="path of the iterations plot (png)")
     args = parser.parse_args()
     # one thread each (liblinear and SGD have one): CPU seconds compare, and no BLAS helper
-    # thread spins through the CPU time of the vector operations
-    numba.set_num_threads(1)
+    # thread spins through the CPU time of the vector operations (our kernels run on one
+    # thread unless told otherwise)
     threadpool_limits(1)
     solvers = args.solvers.split(",")
     results = {}

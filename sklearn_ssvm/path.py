@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._kernels.batch import stats_from_labels
 from ._validation import check_params
-from .solvers._common import numba_threads
+from .solvers._common import kernel_threads
 from .solvers.bcfw import (DualState, bcfw, certificate, keep_primal_rescale,
                             rescale_active_sets, weights)
 
@@ -710,7 +710,7 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
                                   eps=eps, kappa=kappa, heuristic=heuristic, records=records,
                                   stop_reason=reason, alpha_lower=lower, start=start)
 
-    with numba_threads(n_jobs):
+    with kernel_threads(n_jobs):
         start = initialize_path(problem, eps, kappa, vertex)
         calls = start.n_oracle_calls
         alpha, state, coef = start.alpha, start.state, start.coef

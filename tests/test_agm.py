@@ -17,9 +17,6 @@ from sklearn_ssvm.solvers.agm import (F1Primal, HingeDual, HingePrimal, agm, agm
 from sklearn_ssvm.solvers.bmrm import bmrm_binary
 
 
-pytestmark = pytest.mark.usefixtures("one_numba_thread")
-
-
 def binary_data(seed=0, n=80, d=6):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))

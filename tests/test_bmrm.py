@@ -9,9 +9,6 @@ from sklearn_ssvm.estimators.bmrm import BMRMStructuredSVM
 from sklearn_ssvm.solvers.bmrm import bmrm, bmrm_binary, bundle_method, pieces_oracle
 
 
-pytestmark = pytest.mark.usefixtures("one_numba_thread")
-
-
 def _column(history, key):
     return np.array([h[key] for h in history])
 

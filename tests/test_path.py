@@ -17,9 +17,6 @@ from sklearn_ssvm.structures.base import Problem
 EPS = 0.1
 
 
-pytestmark = pytest.mark.usefixtures("one_numba_thread")
-
-
 def chain_data(seed, n=20, n_features=4, n_labels=3, max_len=5, noise=1.0):
     rng = np.random.default_rng(seed)
     W = rng.normal(size=(n_features, n_labels))

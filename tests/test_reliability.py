@@ -237,18 +237,35 @@ def test_cv_estimator_warns_once_for_its_fold_fits():
 
 def test_n_jobs_none_is_one_thread_unless_joblib_says_otherwise():
     import joblib
-    import numba
 
-    from sklearn_ssvm.solvers._common import numba_threads
-    most = numba.config.NUMBA_NUM_THREADS
-    with numba_threads(None):
-        assert numba.get_num_threads() == 1
-    with joblib.parallel_config(n_jobs=2), numba_threads(None):
-        assert numba.get_num_threads() == min(2, most)
-    with numba_threads(-1):
-        assert numba.get_num_threads() == min(joblib.cpu_count(), most)
-    with numba_threads(3):
-        assert numba.get_num_threads() == min(3, most)
+    from sklearn_ssvm._kernels.threads import n_threads
+    from sklearn_ssvm.solvers._common import kernel_threads
+    with kernel_threads(None):
+        assert n_threads() == 1
+    with joblib.parallel_config(n_jobs=2), kernel_threads(None):
+        assert n_threads() == 2
+    with kernel_threads(-1):
+        assert n_threads() == joblib.cpu_count()
+    with kernel_threads(3):
+        assert n_threads() == 3
+    assert n_threads() == 1
+
+
+def test_threaded_batch_equals_one_thread():
+    """The oracle and smoothed passes give the same results on 1 and on 3 threads (chunks of
+    examples write disjoint rows)."""
+    from sklearn_ssvm._kernels.threads import use_threads
+    rng = np.random.default_rng(3)
+    X = [rng.normal(size=(int(rng.integers(1, 8)), 5)) for _ in range(40)]
+    Y = [rng.integers(0, 4, len(x)) for x in X]
+    problem = ChainCRF().prepare(X, Y)
+    coef = np.random.default_rng(0).normal(size=problem.n_params)
+    one = problem.run_oracle(coef, True), problem.smoothed_losses(coef, 1, 0.5, 1)
+    with use_threads(3):
+        three = problem.run_oracle(coef, True), problem.smoothed_losses(coef, 1, 0.5, 1)
+    for a, b in zip(one, three):
+        for u, v in zip(a, b):
+            np.testing.assert_array_equal(u, v)
 
 
 def test_parameter_validation_uses_public_scikit_learn_only():

@@ -1,14 +1,11 @@
-"""Batched kernels over all examples of a packed problem (numba threads, ``nogil``)."""
+"""Batched kernels over all examples of a packed problem (``nogil``, on ``threads``)."""
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .labelings import (add_stats, expected_label_loss, expected_score, labeling_score, oracle,
                         oracle_work_size)
 from .sparse import add_outer_into, unary_scores_into
-
-
-#: examples are processed in this many contiguous chunks (spread over the numba threads)
-CHUNKS = 64
+from .threads import run_chunks
 
 
 @njit(cache=True, nogil=True)
@@ -19,7 +16,6 @@ def max_length(offsets):
     return m
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
                tok_loss, W, theta, augment, M, Q, y_out, values, true_scores, expected_scores):
     """Run the (loss-augmented) oracle on every example at the weights ``(W, theta)``.
@@ -28,32 +24,36 @@ def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
     With ``augment``, also the score of the true labeling (``true_scores``) and, when the dual
     state ``(M, Q)`` has rows, the expected score ``<U, M_i> + <theta, Q_i>`` under the block's
     dual distribution (``expected_scores``): together they give exact hinge losses and block
-    duality gaps in one pass.
+    duality gaps in one pass. Runs on ``threads.n_threads()`` threads.
     """
-    n = tok_off.shape[0] - 1
+    run_chunks(_oracle_range, tok_off.shape[0] - 1, kind, edges, parent, order, indptr, indices,
+               data, tok_off, y, node_off, tok_loss, W, theta, augment, M, Q, y_out, values,
+               true_scores, expected_scores)
+
+
+@njit(cache=True, nogil=True)
+def _oracle_range(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
+                  tok_loss, W, theta, augment, M, Q, y_out, values, true_scores, expected_scores,
+                  lo, hi):
+    """``oracle_all`` on examples ``lo..hi-1``, scratch buffers allocated once."""
     C = W.shape[1]
     with_state = M.shape[0] > 0
-    # contiguous chunks of examples, scratch buffers allocated once per chunk
-    n_chunks = min(n, CHUNKS)
-    for chunk in prange(n_chunks):
-        lo = chunk * n // n_chunks
-        hi = (chunk + 1) * n // n_chunks
-        max_T = max_length(tok_off[lo:hi + 1])
-        U_buf = np.empty((max_T, C))
-        work = np.empty(oracle_work_size(kind, max_T, C))
-        for i in range(lo, hi):
-            t0 = tok_off[i]
-            T = tok_off[i + 1] - t0
-            U = U_buf[:T]
-            unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
-            yi = y[node_off[i]:node_off[i + 1]]
-            yo = y_out[node_off[i]:node_off[i + 1]]
-            values[i] = oracle(kind, U, theta, yi, tok_loss[t0:t0 + T], augment, edges, parent,
-                               order, yo, work)
-            if augment:
-                true_scores[i] = labeling_score(kind, U, theta, yi, edges)
-                if with_state:
-                    expected_scores[i] = expected_score(U, theta, M, Q, t0, i)
+    max_T = max_length(tok_off[lo:hi + 1])
+    U_buf = np.empty((max_T, C))
+    work = np.empty(oracle_work_size(kind, max_T, C))
+    for i in range(lo, hi):
+        t0 = tok_off[i]
+        T = tok_off[i + 1] - t0
+        U = U_buf[:T]
+        unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
+        yi = y[node_off[i]:node_off[i + 1]]
+        yo = y_out[node_off[i]:node_off[i + 1]]
+        values[i] = oracle(kind, U, theta, yi, tok_loss[t0:t0 + T], augment, edges, parent,
+                           order, yo, work)
+        if augment:
+            true_scores[i] = labeling_score(kind, U, theta, yi, edges)
+            if with_state:
+                expected_scores[i] = expected_score(U, theta, M, Q, t0, i)
 
 
 @njit(cache=True, nogil=True)

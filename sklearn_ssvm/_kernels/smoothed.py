@@ -18,15 +18,16 @@ Values are exact, ``-(mu/2)(||u||^2 - 1)`` included (§6.5 pitfall 6). The gradi
 label-space form of BCFW's dual blocks, so no dense per-example gradient is ever built.
 """
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from .batch import CHUNKS, max_length
+from .batch import max_length
 from .chain import _insert_sorted, forward_backward, topk_viterbi_into, topk_viterbi_work_size
 from .labelings import (BINARY, CANDIDATES, CHAIN, MULTICLASS, MULTILABEL_FULL, add_stats,
                         chain_augment, chain_restore, label_loss, labeling_score,
                         multilabel_unary, oracle, oracle_work_size, tree_pair_into)
 from .simplex import entropy_smooth_max_into, topk_weights_into
 from .sparse import unary_scores_into
+from .threads import run_chunks
 from .tree import tree_marginals, tree_topk
 
 ENTROPY = 0  # mu log sum exp(z / mu)
@@ -250,7 +251,6 @@ def smoothed_oracle(kind, U, theta, y_true, losses, edges, parent, order, smooth
                           Q_i, work)
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def smoothed_losses(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
                     tok_loss, W, theta, smoothing, K, mu, values, M, Q):
     """Smoothed hinge ``f_i = h(z_i) - score(y_i) >= 0`` of every example and its label-space
@@ -260,25 +260,29 @@ def smoothed_losses(kind, edges, parent, order, indptr, indices, data, tok_off, 
     those of ``batch.oracle_all``, the smoothing ones those of ``smoothed_oracle``). Writes
     ``f_i`` to ``values[i]``, ``E_u S(y)`` to rows ``tok_off[i]:tok_off[i + 1]`` of ``M`` and
     ``E_u q(y)`` to ``Q[i]``: the gradient of ``f_i`` is
-    ``X_i^T (M_i - S(y_i)) (+) (Q_i - q(y_i))`` (Lemma 7, eq. (11)).
+    ``X_i^T (M_i - S(y_i)) (+) (Q_i - q(y_i))`` (Lemma 7, eq. (11)). Runs on
+    ``threads.n_threads()`` threads.
     """
     _check_smoothing(kind, smoothing)  # before the threads start
-    n = tok_off.shape[0] - 1
+    run_chunks(_smoothed_range, tok_off.shape[0] - 1, kind, edges, parent, order, indptr,
+               indices, data, tok_off, y, node_off, tok_loss, W, theta, smoothing, K, mu, values,
+               M, Q)
+
+
+@njit(cache=True, nogil=True)
+def _smoothed_range(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
+                    tok_loss, W, theta, smoothing, K, mu, values, M, Q, lo, hi):
+    """``smoothed_losses`` on examples ``lo..hi-1``, scratch buffers allocated once."""
     C = W.shape[1]
-    # contiguous chunks of examples, scratch buffers allocated once per chunk
-    n_chunks = min(n, CHUNKS)
-    for chunk in prange(n_chunks):
-        lo = chunk * n // n_chunks
-        hi = (chunk + 1) * n // n_chunks
-        max_T = max_length(tok_off[lo:hi + 1])
-        U_buf = np.empty((max_T, C))
-        work = np.empty(smoothed_oracle_work_size(kind, max_T, C, K))
-        for i in range(lo, hi):
-            t0 = tok_off[i]
-            T = tok_off[i + 1] - t0
-            U = U_buf[:T]
-            unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
-            yi = y[node_off[i]:node_off[i + 1]]
-            h = smoothed_oracle(kind, U, theta, yi, tok_loss[t0:t0 + T], edges, parent, order,
-                                smoothing, K, mu, M[t0:t0 + T], Q[i], work)
-            values[i] = h - labeling_score(kind, U, theta, yi, edges)
+    max_T = max_length(tok_off[lo:hi + 1])
+    U_buf = np.empty((max_T, C))
+    work = np.empty(smoothed_oracle_work_size(kind, max_T, C, K))
+    for i in range(lo, hi):
+        t0 = tok_off[i]
+        T = tok_off[i + 1] - t0
+        U = U_buf[:T]
+        unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
+        yi = y[node_off[i]:node_off[i + 1]]
+        h = smoothed_oracle(kind, U, theta, yi, tok_loss[t0:t0 + T], edges, parent, order,
+                            smoothing, K, mu, M[t0:t0 + T], Q[i], work)
+        values[i] = h - labeling_score(kind, U, theta, yi, edges)

@@ -5,22 +5,18 @@ import time
 from contextlib import contextmanager
 
 import joblib
-import numba
 from tqdm.auto import tqdm
 
+from .._kernels.threads import use_threads
 
-@contextmanager
-def numba_threads(n_jobs):
-    """Run batched kernels on ``n_jobs`` numba threads, in scikit-learn's meaning: None is 1
-    unless ``joblib.parallel_config(n_jobs=...)`` says otherwise, -1 all cores, -2 all but one
-    (at most ``NUMBA_NUM_THREADS``)."""
-    previous = numba.get_num_threads()
-    wanted = joblib.effective_n_jobs(n_jobs)
-    numba.set_num_threads(max(1, min(wanted, numba.config.NUMBA_NUM_THREADS)))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
+
+def kernel_threads(n_jobs):
+    """Run batched kernels on ``n_jobs`` threads, in scikit-learn's meaning: None is 1 unless
+    ``joblib.parallel_config(n_jobs=...)`` says otherwise, -1 all cores, -2 all but one.
+
+    Returns a context manager (``_kernels.threads.use_threads``).
+    """
+    return use_threads(joblib.effective_n_jobs(n_jobs))
 
 
 class Clock:

@@ -34,7 +34,7 @@ from threadpoolctl import threadpool_limits
 from .._kernels.pragam import hinge_objective, project_q2_into
 from .._kernels.smoothed import ENTROPY
 from ..penalties import ElasticNet, as_penalty
-from ._common import Clock, ProgressBar, numba_threads, stop_requested
+from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 from .pragam import LIPSCHITZ_FLOOR, sigma_max_sq
 from .smooth import Smoothing, full_gradient
 
@@ -662,7 +662,7 @@ def agm_structured(problem, alpha, mu, *, memory="inf", tol=1e-3, max_iter=1000,
     """
     if not mu > 0:
         raise ValueError(f"mu must be > 0, got {mu!r}.")
-    with numba_threads(n_jobs):
+    with kernel_threads(n_jobs):
         return agm_solve(StructuredEntropy(problem, as_penalty(alpha), float(mu)), memory=memory,
                          tol=tol,
                          max_iter=max_iter, check_every=check_every, verbose=verbose,

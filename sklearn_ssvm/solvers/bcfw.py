@@ -17,7 +17,7 @@ from .._kernels.batch import weights_from_state
 from .._kernels.bcfw import AWAY, FW, PAIRWISE, bcfw_pass, state_from_atoms
 from .._kernels.labelings import CHAIN
 from ..penalties import as_penalty, soft_threshold
-from ._common import Clock, ProgressBar, numba_threads, stop_requested
+from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 
 #: early exact check when the stale block-gap estimates sum below this fraction of tol
 #: (spec 002 §3.2, the reference code's heuristic exit)
@@ -443,7 +443,7 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
         raise ValueError("averaging needs exact checks: the estimates are the last iterate's.")
     # the heuristic exit watches the last iterate's gaps; with averaging the average is certified
     exit_below = -1.0 if averaging else (HEURISTIC_EXIT if certify else 1.0) * tol
-    with numba_threads(n_jobs), ProgressBar(max_iter, verbose, "BCFW") as bar:
+    with kernel_threads(n_jobs), ProgressBar(max_iter, verbose, "BCFW") as bar:
         for it in range(1, max_iter + 1):
             first, uniforms = _pass_order(sampling, estimates, rng)
             args = (*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, Wc,

@@ -29,7 +29,7 @@ from .._kernels.penalty import soft_line_search
 from .._kernels.smoothed import NONE, TOP_K
 from .._kernels.stochastic import (RSUM, S, R, WSUM, flush, lazy_state, prox_steps,
                                    stochastic_steps)
-from ._common import Clock, ProgressBar, numba_threads, stop_requested
+from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 from .catalyst import catalyst, delta_schedule, stopping_test
 
 
@@ -333,7 +333,7 @@ def svrg(problem, alpha, smoothing, *, learning_rate, max_iter=50, tol=0.0, warm
     n = problem.n_samples
     w = np.zeros(problem.n_params) if init is None else np.array(init, dtype=float)
     monitor = Monitor(problem, penalty, tol, max_iter, verbose, "SVRG", callback)
-    with numba_threads(n_jobs):
+    with kernel_threads(n_jobs):
         w, epoch = sgd_warmup(problem, penalty, smoothing, learning_rate, w, warmup, max_iter,
                               rng, monitor)
         calls, stop = n * epoch, monitor.stopped
@@ -456,7 +456,7 @@ def casimir_svrg(problem, alpha, smoothing, *, learning_rate, mu_schedule="expo"
         snaps[k], epochs[k] = snap, epoch
         return w
 
-    with numba_threads(n_jobs):
+    with kernel_threads(n_jobs):
         w0, warm = sgd_warmup(problem, base, smoothing, learning_rate, w0, warmup, max_iter,
                               rng, monitor)
         calls = n * warm
@@ -515,7 +515,7 @@ def sgd(problem, alpha, smoothing, *, learning_rate, schedule="linear", t0=None,
     n = problem.n_samples
     w0 = np.zeros(problem.n_params) if init is None else np.array(init, dtype=float)
     monitor = Monitor(problem, penalty, -np.inf, max_iter, verbose, "SGD", callback)
-    with numba_threads(n_jobs):
+    with kernel_threads(n_jobs):
         w, epochs = _sgd_epochs(problem, penalty, smoothing, w0, learning_rate, schedule,
                                 n if t0 is None else t0, averaging, max_iter, rng,
                                 lambda epoch, coef: monitor.record(epoch, coef, n * epoch,
