@@ -313,3 +313,25 @@ def test_verbose_two_logs_one_line_per_check(capsys):
     Xf = rng.normal(size=(30, 3))
     PragamSVC(max_iter=50, verbose=2).fit(Xf, Xf[:, 0] > 0)
     assert "PRAGAM iteration" in capsys.readouterr().out
+
+
+def test_stale_kernel_cache_is_cleared_where_numba_caches(tmp_path):
+    """A cache made from other kernel sources is cleared at import, also in a cache directory
+    of the user's (NUMBA_CACHE_DIR; numba's user-wide directory for read-only installs follows
+    the same path)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    load = [sys.executable, "-c", "import sklearn_ssvm._kernels as k; print(k._cache_dir())"]
+    cache = Path(subprocess.run(load, env=env, capture_output=True, text=True,
+                                check=True).stdout.strip())
+    assert cache.parent == tmp_path and (cache / "kernel-sources.sha256").exists()
+    (cache / "labelings.oracle-1.py311.nbi").write_bytes(b"compiled from other sources")
+    subprocess.run(load, env=env, check=True, capture_output=True)
+    assert (cache / "labelings.oracle-1.py311.nbi").exists()  # same sources: kept
+    (cache / "kernel-sources.sha256").write_text("other sources")
+    subprocess.run(load, env=env, check=True, capture_output=True)
+    assert not (cache / "labelings.oracle-1.py311.nbi").exists()
+    assert (cache / "kernel-sources.sha256").read_text() != "other sources"

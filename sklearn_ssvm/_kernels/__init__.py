@@ -3,19 +3,27 @@
 numba's on-disk cache checks only the source file of each cached function, but our kernels
 compile in kernels from other files (``bcfw_pass`` inlines the oracles of ``labelings.py``, which
 inline ``chain.py``...). So a change to any kernel file must invalidate every cached kernel: a
-digest of all kernel sources is kept beside the cache, and a mismatch clears it.
+digest of all kernel sources is kept beside the cache, and a mismatch clears it. The cache is
+where numba puts it: ``NUMBA_CACHE_DIR`` when set, else the package's ``__pycache__`` when
+writable, else numba's user-wide cache directory (a read-only installation).
 """
 import hashlib
-import os
 from pathlib import Path
 
 
+def _cache_dir():
+    """The directory numba caches this package's kernels in, by numba's own rule."""
+    from numba.core.caching import FunctionCache
+    return Path(FunctionCache(_cache_dir)._cache_path)
+
+
 def _clear_stale_cache():
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return  # a cache elsewhere is the user's to manage
     here = Path(__file__).parent
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(here.glob("*.py"))))
-    cache = here / "__pycache__"
+    try:
+        cache = _cache_dir()
+    except Exception:  # no writable cache anywhere: numba does not cache either
+        return
     stamp = cache / "kernel-sources.sha256"
     try:
         if stamp.read_text() == digest.hexdigest():
@@ -23,11 +31,10 @@ def _clear_stale_cache():
     except OSError:
         pass
     try:
-        cache.mkdir(exist_ok=True)
         for stale in list(cache.glob("*.nbi")) + list(cache.glob("*.nbc")):
             stale.unlink(missing_ok=True)
         stamp.write_text(digest.hexdigest())
-    except OSError:  # read-only installation: numba then does not cache there either
+    except OSError:
         pass
 
 

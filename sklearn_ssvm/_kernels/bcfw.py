@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from .batch import max_length
-from .labelings import (add_stats, expected_score, label_loss, labeling_score, oracle,
+from .labelings import (FALSE, TRUE, add_stats, expected_score, label_loss, labeling_score, oracle,
                         oracle_work_size, stats_difference)
 from .penalty import soft_line_search
 from .prefetch import prefetch_rows, prefetch_span
@@ -37,6 +37,7 @@ from .sparse import (add_entries_outer, add_outer_into, clip_rows, entries_quadr
 FW = 0
 PAIRWISE = 1
 AWAY = 2
+NONE = np.int64(-1)  # no atom (a numpy scalar: see labelings.TRUE)
 
 
 @njit(cache=True, nogil=True)
@@ -75,7 +76,7 @@ def _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s, away, may_
     """
     cap = atom_w.shape[1]
     if atom_n[i] == cap:
-        victim = -1
+        victim = NONE
         for k in range(atom_n[i]):
             if atom_w[i, k] == 0.0 and (victim < 0 or H_atoms[k] < H_atoms[victim]):
                 victim = k
@@ -84,7 +85,7 @@ def _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s, away, may_
         if victim < 0:
             return -1, away
         if victim == away:
-            away = -1
+            away = NONE
         _remove_atom(atom_y, atom_w, atom_n, i, n0, n1, victim)
         H_atoms[victim] = H_atoms[atom_n[i]]
         if away == atom_n[i]:
@@ -389,7 +390,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         expected = 0.0 if sparse_steps else expected_score(U, theta_c, M, Q, t0, i)
         # the atoms' values H_i(y) = L(y_i, y) + score(y) (cached corners and active set)
         best = -1
-        away = -1
+        away = NONE
         if keep_atoms:
             for k in range(atom_n[i]):
                 score_k = labeling_score(kind, U, theta_c, atom_y[n0:n1, k], edges)
@@ -413,7 +414,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             gap = cached_gap
             n_hits += 1
         else:
-            H_s = oracle(kind, U, theta_c, yi, losses, True, edges, parent, order, ys, work)
+            H_s = oracle(kind, U, theta_c, yi, losses, TRUE, edges, parent, order, ys, work)
             gap = (H_s - expected) / n - ell_blocks[i]  # the block's FW gap, eq. (7)
             if np.isinf(gap_estimates[i]):
                 n_unvisited -= 1
@@ -497,7 +498,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             k_star = away
         elif keep_atoms and k_star < 0 and not away_step:  # the corner joins the active set
             k_star, away = _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s,
-                                        away, False)
+                                        away, FALSE)
             if k_star < 0:
                 return b, True, n_hits
         # the block moves by gamma (D, dq), the weights by -gamma / (lambda n) (X_i^T D (+) dq)
@@ -544,7 +545,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         # weight reaches 0 stay as cached corners with a cache, else they are dropped
         if replace:  # the corner takes the slot, and the weight, of the dropped atom
             atom_y[n0:n1, k_star] = ys
-            dropped = -1
+            dropped = NONE
         elif pairwise:
             atom_w[i, k_star] += gamma
             atom_w[i, away] -= gamma
@@ -558,7 +559,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             for k in range(atom_n[i]):
                 atom_w[i, k] = 0.0 if gamma >= 1.0 else atom_w[i, k] * (1.0 - gamma)
             atom_w[i, k_star] = 1.0 if gamma >= 1.0 else atom_w[i, k_star] + gamma
-            dropped = -1
+            dropped = NONE
             if gamma >= 1.0 and not use_cache:
                 atom_y[n0:n1, 0] = ys
                 atom_w[i, 0] = 1.0

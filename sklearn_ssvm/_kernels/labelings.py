@@ -24,6 +24,11 @@ MULTILABEL_TREE = 4  # same, plus 2x2 tables on the edges of a tree (exact max-p
 MULTILABEL_FULL = 5  # same, plus 2x2 tables on every pair of labels (exhaustive search)
 CANDIDATES = 6  # tokens are candidate outputs, one column: S(y) = e_y; given loss per candidate
 
+# Flags passed to other kernels as numpy scalars: a literal True or False in a call would
+# compile a second specialisation of the callee for that literal.
+TRUE = np.bool_(True)
+FALSE = np.bool_(False)
+
 
 @njit(cache=True, nogil=True)
 def n_pair_stats(kind, n_codes, n_edges):

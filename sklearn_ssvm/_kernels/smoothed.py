@@ -22,7 +22,7 @@ from numba import njit
 
 from .batch import max_length
 from .chain import _insert_sorted, forward_backward, topk_viterbi_into, topk_viterbi_work_size
-from .labelings import (BINARY, CANDIDATES, CHAIN, MULTICLASS, MULTILABEL_FULL, add_stats,
+from .labelings import (BINARY, CANDIDATES, CHAIN, MULTICLASS, MULTILABEL_FULL, TRUE, add_stats,
                         chain_augment, chain_restore, label_loss, labeling_score,
                         multilabel_unary, oracle, oracle_work_size, tree_pair_into)
 from .simplex import entropy_smooth_max_into, topk_weights_into
@@ -135,7 +135,7 @@ def _tree_smoothed(kind, U, theta, y_true, edges, parent, order, smoothing, K, m
     C = U.shape[1]
     node = work[:2 * C].reshape((C, 2))
     pair = work[2 * C:6 * C].reshape((C, 2, 2))
-    multilabel_unary(U, y_true, True, node)
+    multilabel_unary(U, y_true, TRUE, node)
     tree_pair_into(theta, edges, pair)
     if smoothing != ENTROPY:
         scores, outputs = tree_topk(node, pair, parent, order, K)
@@ -238,7 +238,7 @@ def smoothed_oracle(kind, U, theta, y_true, losses, edges, parent, order, smooth
     _check_smoothing(kind, smoothing)
     if smoothing == NONE or mu == 0.0 or (smoothing == TOP_K and K == 1):
         y_out = np.empty_like(y_true)
-        value = oracle(kind, U, theta, y_true, losses, True, edges, parent, order, y_out, work)
+        value = oracle(kind, U, theta, y_true, losses, TRUE, edges, parent, order, y_out, work)
         add_stats(kind, y_out, 1.0, M_i, Q_i, edges)
         return value
     if kind == CHAIN:
