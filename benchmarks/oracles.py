@@ -227,7 +227,8 @@ def main():
         blocks = rng.integers(0, n, size=n)
         bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, Wp, th, Wp, th,
                   *no_box, state.M,
-                  state.Q, state.ell_blocks, 0.01, blocks, 0, n, np.zeros(0), False, -1.0,
+                  state.Q, state.ell_blocks, 0.01, problem.block_n, blocks, 0, n, np.zeros(0),
+                  False, -1.0,
                   np.zeros(n), FW, *no_atoms, False, 0.0, 0.0, 0, *no_averaging)
 
     first, wall, cpu, _ = timed(one_pass, args.repeats)
@@ -247,7 +248,8 @@ def main():
             atoms = pw_atoms[0]
             done, full, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off,
                                       Wq, thq, Wq, thq, *no_box, pw_state.M, pw_state.Q,
-                                      pw_state.ell_blocks, 0.01, blocks, done, n, np.zeros(0),
+                                      pw_state.ell_blocks, 0.01, problem.block_n, blocks, done, n,
+                                      np.zeros(0),
                                       False, -1.0, np.zeros(n), PAIRWISE, *astuple(atoms), False,
                                       0.0, 0.0, 0, *no_averaging)
             if not full:

@@ -188,7 +188,8 @@ def test_weighted_averaging_is_the_weighted_mean_of_iterates():
     for k, i in enumerate(blocks, start=1):
         bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, W,
                   theta, *NO_BOX, state.M,
-                  state.Q, state.ell_blocks, alpha, np.array([i]), 0, 1, np.zeros(0), False,
+                  state.Q, state.ell_blocks, alpha, problem.block_n, np.array([i]), 0, 1,
+                  np.zeros(0), False,
                   -1.0, np.zeros(problem.n_samples), 0, *no_atoms, False, 0.0, 0.0, k - 1,
                   *averages.arrays())
         total += k * coef
@@ -239,7 +240,8 @@ def test_gap_sampling_visits_every_block_first_then_follows_the_gaps():
     first, uniforms = _pass_order("gap", estimates, rng)
     assert sorted(first) == list(range(n))
     done, _, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W,
-                           theta, W, theta, *NO_BOX, state.M, state.Q, state.ell_blocks, 0.1, first, 0, n, uniforms,
+                           theta, W, theta, *NO_BOX, state.M, state.Q, state.ell_blocks, 0.1,
+                           problem.block_n, first, 0, n, uniforms,
                            True, -1.0, estimates, 0, *astuple(ActiveSets.none(problem)), False,
                            0.0, 0.0, 0, *no_avg.arrays())
     assert done == n and np.all(np.isfinite(estimates))
@@ -248,7 +250,8 @@ def test_gap_sampling_visits_every_block_first_then_follows_the_gaps():
     first, uniforms = _pass_order("gap", estimates, rng)
     assert len(first) == 0
     done, _, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W,
-                           theta, W, theta, *NO_BOX, state.M, state.Q, state.ell_blocks, 0.1, first, 0, n, uniforms,
+                           theta, W, theta, *NO_BOX, state.M, state.Q, state.ell_blocks, 0.1,
+                           problem.block_n, first, 0, n, uniforms,
                            True, -1.0, estimates, 0, *astuple(ActiveSets.none(problem)), False,
                            0.0, 0.0, 0, *no_avg.arrays())
     assert done == 0
@@ -324,8 +327,8 @@ def test_active_sets_stay_consistent(step, data, room):
     duals = []
     for _ in range(15):
         done, full, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off,
-                                  W, theta, W, theta, *NO_BOX, state.M, state.Q, state.ell_blocks, alpha,
-                                  rng.integers(0, n, size=n), 0, n, np.zeros(0), False, -1.0,
+                                  W, theta, W, theta, *NO_BOX, state.M, state.Q, state.ell_blocks,
+                                  alpha, problem.block_n, rng.integers(0, n, size=n), 0, n, np.zeros(0), False, -1.0,
                                   estimates, PAIRWISE if step == "pairwise" else AWAY,
                                   atoms.labels, atoms.weights, atoms.count, False, 0.0, 0.0, 0,
                                   *no_avg.arrays(), 0.0, capped)
@@ -341,7 +344,7 @@ def test_active_sets_stay_consistent(step, data, room):
         state_from_atoms(problem.kind, problem.edges, problem.tok_offsets, problem.y,
                          problem.node_offsets, problem.tok_loss, atoms.labels,
                          atoms.weights.copy(), atoms.count, rebuilt.M, rebuilt.Q,
-                         rebuilt.ell_blocks)
+                         rebuilt.ell_blocks, problem.block_n)
         np.testing.assert_allclose(rebuilt.M, state.M, atol=1e-12)
         np.testing.assert_allclose(rebuilt.Q, state.Q, atol=1e-12)
         np.testing.assert_allclose(rebuilt.ell_blocks, state.ell_blocks, atol=1e-14)
@@ -715,7 +718,8 @@ def test_sparse_pairwise_steps_equal_the_dense_ones(structure, cache):
         estimates = start.gap_estimates.copy()
         done, full, hits = bcfw_pass(
             *problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, *scored,
-            *box, state.M, state.Q, state.ell_blocks, alpha, order, 0, n, np.zeros(0), False,
+            *box, state.M, state.Q, state.ell_blocks, alpha, problem.block_n, order, 0, n,
+            np.zeros(0), False,
             -1.0, estimates, PAIRWISE, atoms.labels, atoms.weights, atoms.count, cache, 0.25,
             1e-12, 0, *DualState.zeros_like(state, rows=False).arrays())  # no hits of gap ~0
         assert done == n and not full

@@ -48,7 +48,8 @@ def run_pass(problem, penalty, state, atoms, W, theta, Wc, theta_c, blocks, step
         averages = DualState.zeros_like(state, rows=False)
     done, full, _ = bcfw_pass(
         *problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, Wc, theta_c,
-        *NO_BOX, state.M, state.Q, state.ell_blocks, penalty.c, np.asarray(blocks), 0,
+        *NO_BOX, state.M, state.Q, state.ell_blocks, penalty.c, problem.block_n,
+        np.asarray(blocks), 0,
         len(blocks), np.zeros(0), False, -1.0, np.full(problem.n_samples, np.inf), step_type,
         atoms.labels, atoms.weights, atoms.count, True, np.inf, 0.0, 0, *averages.arrays(),
         penalty.l1 / penalty.c)

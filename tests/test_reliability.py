@@ -162,17 +162,24 @@ def test_overflowing_features_are_refused_before_fitting():
                                   lambda: BMRMStructuredSVM(MulticlassSVM()),
                                   lambda: SmoothSSVMClassifier(MulticlassSVM())])
 def test_scikit_learn_common_checks(make):
-    """scikit-learn's estimator checks pass with the simplest structure (none skipped)."""
+    """scikit-learn's estimator checks pass with the simplest structure (none skipped), but for
+    the two that compare a weighted fit with repeated examples: they call ``fit(X, y=...)``,
+    and our ``fit`` names its structured target ``Y``; test_sample_weight.py makes that
+    comparison against the solvers' certificates."""
     import warnings
 
     from sklearn.utils.estimator_checks import check_estimator
 
+    keyword_y = "calls fit(X, y=...): our fit names its structured target Y"
+    expected = {f"check_sample_weight_equivalence_on_{kind}_data": keyword_y
+                for kind in ("dense", "sparse")}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        results = check_estimator(make(), on_fail=None)
+        results = check_estimator(make(), on_fail=None, expected_failed_checks=expected)
     failed = [(r["check_name"], str(r["exception"])[:200]) for r in results
               if r["status"] == "failed"]
     assert not failed
+    assert {r["check_name"] for r in results if r["status"] == "xfail"} == set(expected)
     assert sum(r["status"] == "passed" for r in results) >= 35
 
 

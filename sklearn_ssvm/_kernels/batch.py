@@ -58,8 +58,9 @@ def _oracle_range(kind, edges, parent, order, indptr, indices, data, tok_off, y,
 
 @njit(cache=True, nogil=True)
 def weights_from_state(kind, edges, indptr, indices, data, tok_off, y, node_off, tok_loss, M, Q,
-                       scale, W, theta):
-    """``w = scale * sum_i [phi(x_i, y_i) - E_{alpha_i} phi(x_i, .)]`` from the label-space state.
+                       scale, sample_weight, W, theta):
+    """``w = scale * sum_i w_i [phi(x_i, y_i) - E_{alpha_i} phi(x_i, .)]`` from the label-space
+    state, ``w_i = sample_weight[i]`` (ones unweighted).
 
     With ``scale = 1/(lambda n)`` this is ``w(alpha) = A alpha`` (spec 002 eq. (3)); solvers call
     it to resynchronise incrementally updated weights.
@@ -77,9 +78,10 @@ def weights_from_state(kind, edges, indptr, indices, data, tok_off, y, node_off,
                 D[t, c] = -M[t0 + t, c]
         dq = -Q[i].copy()
         add_stats(kind, y[node_off[i]:node_off[i + 1]], 1.0, D, dq, edges)
-        add_outer_into(indptr, indices, data, t0, t0 + T, D, scale, W)
+        s = scale * sample_weight[i]
+        add_outer_into(indptr, indices, data, t0, t0 + T, D, s, W)
         for j in range(theta.shape[0]):
-            theta[j] += scale * dq[j]
+            theta[j] += s * dq[j]
 
 
 @njit(cache=True, nogil=True)

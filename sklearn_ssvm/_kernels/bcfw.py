@@ -253,7 +253,7 @@ def _move_gathered(touched_row, touched_col, direction, m, gamma, kappa, W, thet
 def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss,
               gram,
               gram_off, W, theta, Wc, theta_c, lower_W, upper_W, lower_theta, upper_theta, M, Q,
-              ell_blocks, lam, first_blocks, start, n_steps, uniforms,
+              ell_blocks, lam, block_n, first_blocks, start, n_steps, uniforms,
               gap_sampling, exit_below, gap_estimates, step_type, atom_y, atom_w, atom_n,
               use_cache, cache_F, cache_min_gap, step0, VM, VQ, Vell, kappa=0.0,
               drop_when_full=False):
@@ -294,6 +294,12 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     weight matrices, the weight rows of ``first_blocks[b + 1]``; a gap-sampling draw is made as
     soon as the sampler is final for the step (right after the oracle) and its block prefetched.
 
+    Sample weights: block ``i`` carries the share ``1 / block_n[i]`` of the mean loss
+    (``block_n[i] = n / w_i``, ``w`` the weights normalised to mean 1; all ``n`` unweighted).
+    Every per-block ``1 / n`` of the unweighted method, in the corner ``psi / (lambda n)``, its
+    loss ``L / n``, the gaps and the line search, becomes ``1 / block_n[i]``: the oracle's
+    argmax does not change, and the step solves the weighted dual exactly.
+
     Returns ``(steps_done, needs_room, cache_hits)``: ``needs_room`` is True when a block's atom
     store is full of active atoms and step ``steps_done`` could not be made; grow
     ``atom_y``/``atom_w`` and call again with ``start = steps_done``. With ``drop_when_full``
@@ -324,7 +330,6 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     q_index = np.empty(max(2 * max(max_nodes, edges.shape[0]), p if soft else 0), dtype=np.int64)
     q_vals = np.empty(q_index.shape[0])
     work = np.empty(oracle_work_size(kind, max_T, C))
-    lam_n = lam * n
     averaging = VM.shape[0] > 0
     bounded = lower_W.shape[0] > 0
     # a pairwise step moves mass between two labelings: its direction has a few non-zeros,
@@ -379,6 +384,8 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         T = tok_off[i + 1] - t0
         n0 = node_off[i]
         n1 = node_off[i + 1]
+        nb = block_n[i]  # n, or n / w_i with sample weights: the block's share is 1 / nb
+        lam_n = lam * nb
         U = U_buf[:T]
         D = D_buf[:T]
         unary_scores_into(indptr, indices, data, t0, t0 + T, Wc, U)
@@ -404,7 +411,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         # cache oracle (spec 002 Alg. 5): the best cached corner, if its gap is large enough
         hit = False
         if use_cache and best >= 0:
-            cached_gap = (H_atoms[best] - expected) / n - ell_blocks[i]
+            cached_gap = (H_atoms[best] - expected) / nb - ell_blocks[i]
             hit = (cached_gap > 0.0 and cached_gap >= cache_F * gap_estimates[i]
                    and cached_gap >= cache_min_gap)
         if hit:
@@ -415,7 +422,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             n_hits += 1
         else:
             H_s = oracle(kind, U, theta_c, yi, losses, TRUE, edges, parent, order, ys, work)
-            gap = (H_s - expected) / n - ell_blocks[i]  # the block's FW gap, eq. (7)
+            gap = (H_s - expected) / nb - ell_blocks[i]  # the block's FW gap, eq. (7)
             if np.isinf(gap_estimates[i]):
                 n_unvisited -= 1
             gap_estimates[i] = gap
@@ -442,8 +449,8 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         pairwise = step_type == PAIRWISE
         away_step = False
         if step_type == AWAY and away >= 0 and away != k_star:
-            mean_H = expected + n * ell_blocks[i]  # sum_y alpha(y) H(y)
-            away_gap = (mean_H - H_atoms[away]) / n
+            mean_H = expected + nb * ell_blocks[i]  # sum_y alpha(y) H(y)
+            away_gap = (mean_H - H_atoms[away]) / nb
             away_step = atom_w[i, away] < 1.0 and away_gap >= gap  # ties: away (Alg. 4)
             if away_step:
                 numerator = away_gap
@@ -460,7 +467,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
         if pairwise:
             if away < 0 or k_star == away:  # the corner is the away atom: nothing to move
                 continue
-            numerator = (H_s - H_atoms[away]) / n
+            numerator = (H_s - H_atoms[away]) / nb
             gamma_max = atom_w[i, away]
         if numerator <= 0.0:
             continue
@@ -469,10 +476,10 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
             ya = atom_y[n0:n1, away]
             n_s, n_q = stats_difference(kind, ys, ya, edges, C, rows, cols, vals, q_index,
                                         q_vals)
-            dl = (L_s - label_loss(kind, yi, ya, losses)) / n
+            dl = (L_s - label_loss(kind, yi, ya, losses)) / nb
         else:
             dl = _dense_direction(kind, edges, M, Q, t0, i, T, n0, n1, yi, ys, L_s, losses,
-                                  atom_y, away, away_step, pairwise, ell_blocks[i], n, D, dq)
+                                  atom_y, away, away_step, pairwise, ell_blocks[i], nb, D, dq)
         if soft:  # exact line search on the elastic-net dual, f'(0) = -N
             if not sparse_steps:
                 n_s, n_q = _dense_entries(D, dq, rows, cols, vals, q_index, q_vals)
@@ -489,7 +496,7 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
                 quad = gram_quadratic(gram, gram_off[i], T, D)
                 for j in range(p):
                     quad += dq[j] * dq[j]
-            gamma = gamma_max if quad <= 0.0 else min(gamma_max, numerator * lam_n * n / quad)
+            gamma = gamma_max if quad <= 0.0 else min(gamma_max, numerator * lam_n * nb / quad)
         if replace:
             gamma = gamma_max
         if gamma <= 0.0:
@@ -575,8 +582,9 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
 
 @njit(cache=True, nogil=True)
 def state_from_atoms(kind, edges, tok_off, y, node_off, tok_loss, atom_y, atom_w, atom_n, M, Q,
-                     ell_blocks):
-    """Recompute ``M, Q, ell`` from the atoms, renormalising each block's weights to sum 1.
+                     ell_blocks, block_n):
+    """Recompute ``M, Q, ell`` from the atoms, renormalising each block's weights to sum 1
+    (``ell_i`` the block's expected loss over ``block_n[i]``, see ``bcfw_pass``).
 
     Incremental updates drift; solvers call this at every exact check (spec 002 §10.3).
     """
@@ -596,4 +604,4 @@ def state_from_atoms(kind, edges, tok_off, y, node_off, tok_loss, atom_y, atom_w
                       edges)
             ell += atom_w[i, k] * label_loss(kind, y[n0:n1], atom_y[n0:n1, k],
                                              tok_loss[tok_off[i]:tok_off[i + 1]])
-        ell_blocks[i] = ell / n
+        ell_blocks[i] = ell / block_n[i]

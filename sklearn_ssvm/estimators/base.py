@@ -18,11 +18,49 @@ from ..structures.graph import BinaryGraphCRF
 
 def training_key(problem, features=True):
     """A fingerprint of the training examples a warm start's solver state depends on: their
-    lengths and labels, and their features unless ``features=False``."""
-    parts = (problem.tok_offsets, problem.node_offsets, problem.y)
+    lengths, labels and sample weights, and their features unless ``features=False``."""
+    parts = (problem.tok_offsets, problem.node_offsets, problem.y, problem.sample_weight)
     if features:
         parts += (problem.indptr, problem.indices, problem.data)
     return joblib.hash(parts)
+
+
+def n_examples(X):
+    """The number of examples of ``X``: rows of a matrix, items of a list."""
+    if hasattr(X, "shape"):
+        return X.shape[0]
+    return len(X) if hasattr(X, "__len__") else np.asarray(X).shape[0]
+
+
+def take_examples(X, keep):
+    """The examples ``keep`` (a boolean mask) of ``X``, a matrix or a list."""
+    if isinstance(X, (list, tuple)):
+        return [x for x, k in zip(X, keep) if k]
+    return (X if hasattr(X, "shape") else np.asarray(X))[np.flatnonzero(keep)]
+
+
+def check_sample_weight(sample_weight, n):
+    """Validate per-example weights: ``None``, a scalar or ``n`` finite non-negative numbers
+    with a positive one. Returns ``None`` (unweighted) or an ``(n,)`` float array."""
+    if sample_weight is None:
+        return None
+    try:
+        w = np.asarray(sample_weight, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError("sample_weight must be numbers, one per example.") from None
+    if w.ndim == 0:
+        w = np.full(n, float(w))
+    if w.shape != (n,):
+        raise ValueError(f"sample_weight has shape {w.shape}; expected ({n},), one weight per "
+                         f"example.")
+    bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
+    if bad.size:
+        raise ValueError(f"sample_weight must be finite and non-negative; example {bad[0]} has "
+                         f"{float(w[bad[0]])}.")
+    if not np.any(w > 0):
+        raise ValueError("sample_weight has no positive weight (all are zero): nothing to "
+                         "fit.")
+    return w
 
 
 def warn_interrupted(estimator):
@@ -55,7 +93,7 @@ class StructuredEstimator(BaseEstimator):
                    Interval(Integral, 1, None, closed="left"), None],  # joblib's: not 0
     }
 
-    def fit(self, X, Y, **fit_params):
+    def fit(self, X, Y, sample_weight=None, **fit_params):
         """Fit the structured SVM on examples ``X`` with labelings ``Y``.
 
         Parameters
@@ -65,6 +103,13 @@ class StructuredEstimator(BaseEstimator):
             n_features)`` matrices for ``ChainCRF``; a 2-D array for flat structures).
         Y : list of label arrays, 1-D array or 2-D indicator matrix
             Labelings, any hashable label values (mapped through ``structure_.classes_``).
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Weights of the examples' losses: the objective's loss term becomes the weighted
+            mean ``sum_i w_i H~_i(w) / sum_i w_i``, so an integer weight counts an example
+            that many times, a zero weight drops it, and scaling all weights changes nothing
+            (change ``alpha`` instead). The solvers take the weights exactly (BCFW scales each
+            block's share of the dual, the stochastic solvers draw examples in proportion to
+            them); the oracles are unchanged.
         **fit_params
             Passed to the solver (see the estimator's own ``fit``).
 
@@ -74,8 +119,17 @@ class StructuredEstimator(BaseEstimator):
             The fitted estimator.
         """
         check_params(self)
+        if not hasattr(Y, "__len__"):  # an array-like without len (numpy understands it)
+            Y = np.asarray(Y)
+        weights = check_sample_weight(sample_weight, n_examples(X))
+        if weights is not None and not np.all(weights > 0):
+            keep = weights > 0
+            X, Y, weights = take_examples(X, keep), take_examples(Y, keep), weights[keep]
         structure = clone(self.structure)  # never self.structure_: a failed fit keeps it
-        self._fit_prepared(structure, structure.prepare(X, Y), X, Y, **fit_params)
+        problem = structure.prepare(X, Y)
+        if weights is not None:
+            problem = problem.with_sample_weight(weights)
+        self._fit_prepared(structure, problem, X, Y, **fit_params)
         if self._stopped_at_max_iter():
             gap = getattr(self, "duality_gap_", np.nan)
             gap = (f"its duality gap is {gap:.3g} > tol={self.tol}" if np.isfinite(gap)
@@ -277,7 +331,7 @@ class StructuredEstimator(BaseEstimator):
         y_pred, _, _, _ = problem.run_oracle(self._dense_coef(), False)
         return score(y_pred)
 
-    def primal_objective(self, X, Y, alpha=None):
+    def primal_objective(self, X, Y, alpha=None, sample_weight=None):
         """Compute the primal objective ``r(coef_) + mean_i H~_i(coef_)`` on ``(X, Y)``.
 
         The objective of spec 002 eq. (1), ``r`` the penalty (``alpha/2 ||w||^2``, or the
@@ -291,16 +345,20 @@ class StructuredEstimator(BaseEstimator):
             Their labelings, in the format of ``Y`` in :meth:`fit`.
         alpha : float or None, default=None
             Regularisation of the penalty; None means ``alpha_``, the one of the fit.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Weights of the examples' losses, as in :meth:`fit` (a weighted mean).
 
         Returns
         -------
         float
-            The penalty plus the mean structured hinge loss of ``coef_``.
+            The penalty plus the (weighted) mean structured hinge loss of ``coef_``.
         """
+        weights = check_sample_weight(sample_weight, n_examples(X))
         problem = self._packed(X, Y)
         penalty = self._penalty(self.alpha_ if alpha is None else alpha)
         coef = self._dense_coef()
-        return penalty.value(coef) + float(np.mean(problem.hinge_losses(coef)))
+        losses = problem.hinge_losses(coef)
+        return penalty.value(coef) + float(np.average(losses, weights=weights))
 
     def sparsify(self):
         """Store ``coef_`` as a scipy sparse row (CSR, ``1 x n_params``), as scikit-learn's

@@ -270,7 +270,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         code, K = smoothing_code(self.smoothing, self.top_k, kind)
         return smooth.Smoothing(code, K, self.mu if mu is None else float(mu))
 
-    def fit(self, X, Y, callback=None):
+    def fit(self, X, Y, sample_weight=None, callback=None):
         """Fit on examples ``X`` with labelings ``Y``.
 
         Parameters
@@ -279,6 +279,11 @@ class SmoothSSVMClassifier(StructuredEstimator):
             Per-example inputs, as in :meth:`BCFWStructuredSVM.fit`.
         Y : list of label arrays, 1-D array or 2-D indicator matrix
             Labelings, as in :meth:`BCFWStructuredSVM.fit`.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Weights of the examples' losses, as in :meth:`BCFWStructuredSVM.fit`: the full
+            gradients are weighted means and the stochastic steps draw example ``i`` with
+            probability ``w_i / sum_j w_j`` (unbiased for the weighted objective). Solvers
+            'casimir-svrg', 'svrg' and 'sgd' on linear scores.
         callback : callable or None, default=None
             ``callback(epoch, coef) -> dict or None`` after every epoch, its dict merged into
             that epoch's ``history_`` record (e.g. a validation score); its time is not
@@ -290,7 +295,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
             The fitted estimator.
         """
         # a feature map scores the raw candidate sets, so they go to the solver too
-        super().fit(X, Y, callback=callback)
+        super().fit(X, Y, sample_weight=sample_weight, callback=callback)
         self._stream = None  # a later partial_fit starts a new stream
         return self
 
@@ -392,6 +397,10 @@ class SmoothSSVMClassifier(StructuredEstimator):
                                    tol=self.tol, warmup=warmup, **common)
 
     def _solve(self, problem, alpha, previous, callback=None, raw=None):
+        weighted = np.any(problem.sample_weight != 1.0)
+        if weighted and (self.feature_map is not None or self.solver == "agm"):
+            raise ValueError("sample_weight needs solver='casimir-svrg', 'svrg' or 'sgd' and "
+                             "linear scores (no feature_map).")
         if self.early_stopping is True and not self._stochastic():
             raise ValueError("early_stopping=True needs a stochastic solver ('casimir-svrg', "
                              "'svrg' or 'sgd') and linear scores (no feature_map).")

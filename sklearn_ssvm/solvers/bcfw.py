@@ -188,7 +188,7 @@ def weights(problem, state, penalty):
     W = np.zeros((problem.n_features, problem.n_codes))
     theta = np.zeros(problem.n_pair)
     weights_from_state(problem.kind, problem.edges, *problem.data_args(), state.M, state.Q,
-                       1.0 / (c * problem.n_samples), W, theta)
+                       1.0 / (c * problem.n_samples), problem.sample_weight, W, theta)
     return np.concatenate([W.ravel(), theta])
 
 
@@ -236,16 +236,16 @@ def certificate(problem, state, v, penalty, box=None):
 
     ``v = A alpha`` is the dual's weight vector (:func:`weights`), ``penalty`` an
     ``ElasticNet`` or a float ``alpha``. The primal point is ``w = primal_point(v)``,
-    ``P = r(w) + mean_i H_i(w)`` and ``D = sum_i ell_i - r*(c v)``; under box constraints the
-    dual has the term of spec 002 eq. (53) instead. The gap is the sum of the block gaps, equal
+    ``P = r(w) + mean_i w_i H_i(w)`` (``w_i`` the sample weights) and
+    ``D = sum_i ell_i - r*(c v)``; under box constraints the dual has the term of spec 002
+    eq. (53) instead. The gap is the sum of the block gaps, equal
     to ``P - D`` (Fenchel-Young: ``w`` is the gradient of ``r*`` at ``c v``).
     """
     penalty = as_penalty(penalty)
     w = primal_point(v, penalty, box)
     _, values, true_scores, expected = problem.run_oracle(w, True, state.M, state.Q)
-    n = problem.n_samples
-    block_gaps = (values - expected) / n - state.ell_blocks
-    primal = penalty.value(w) + np.mean(values - true_scores)
+    block_gaps = (values - expected) / problem.block_n - state.ell_blocks
+    primal = penalty.value(w) + np.mean(problem.sample_weight * (values - true_scores))
     if box is None:
         dual = state.ell_blocks.sum() - penalty.conjugate(penalty.c * v)
     else:  # the L2 penalty restricted to the box
@@ -275,7 +275,7 @@ def _resync(problem, step, atoms, state, penalty, box, coef, scored):
     if step != "fw":
         state_from_atoms(problem.kind, problem.edges, problem.tok_offsets, problem.y,
                          problem.node_offsets, problem.tok_loss, atoms.labels, atoms.weights,
-                         atoms.count, state.M, state.Q, state.ell_blocks)
+                         atoms.count, state.M, state.Q, state.ell_blocks, problem.block_n)
     coef[:] = weights(problem, state, penalty)
     if scored is not coef:
         scored[:] = primal_point(coef, penalty, box)
@@ -302,7 +302,8 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
          averaging=False,
          certify=True, random_state=None, init=None, init_active_sets=None, init_estimates=None,
          n_jobs=None, verbose=0):
-    """Minimise ``r(w) + mean_i H~_i(w)`` by block-coordinate Frank-Wolfe.
+    """Minimise ``r(w) + mean_i w_i H~_i(w)`` (``w_i = problem.sample_weight``) by
+    block-coordinate Frank-Wolfe.
 
     Each pass makes up to ``n`` steps, each on one block with the exact line search of spec 002
     §2. The exact duality gap (a certificate: ``P(w) - P* <= gap``) is computed every
@@ -447,7 +448,8 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
         for it in range(1, max_iter + 1):
             first, uniforms = _pass_order(sampling, estimates, rng)
             args = (*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, Wc,
-                    theta_c, *limits, state.M, state.Q, state.ell_blocks, alpha, first)
+                    theta_c, *limits, state.M, state.Q, state.ell_blocks, alpha, problem.block_n,
+                    first)
             rest = (n, uniforms, sampling == "gap", exit_below, estimates, STEPS[step])
             last = (*averages.arrays(), kappa)
             last_gap = start_gap if cert is None else max(cert.gap, 0.0)

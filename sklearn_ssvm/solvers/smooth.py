@@ -134,17 +134,18 @@ def full_gradient(problem, coef, smoothing):
         values, grads, ells = zip(*(problem.smoothed(i, coef, top_k, smoothing.mu)
                                     for i in range(problem.n_samples)))
         grads = np.array(grads)
-        return FullGradient(float(np.mean(values)), grads.mean(axis=0), grads, None,
-                            float(np.mean(ells)))
+        w = problem.sample_weight
+        return FullGradient(problem.weighted_mean(values), w @ grads / len(w), grads, None,
+                            problem.weighted_mean(ells))
     values, M, Q = problem.smoothed_losses(coef, smoothing.code, smoothing.mu, smoothing.K)
     ell = expected_losses(problem.kind, problem.tok_offsets, problem.y, problem.node_offsets,
                           problem.tok_loss, M)
     grad = np.zeros(problem.n_params)
     W, theta = problem.split_coef(grad)
-    # weights_from_state gives scale * sum_i X_i^T (S(y_i) - M_i): the mean gradient is -1/n
+    # weights_from_state gives scale * sum_i w_i X_i^T (S(y_i) - M_i): the mean gradient is -1/n
     weights_from_state(problem.kind, problem.edges, *problem.data_args(), M, Q,
-                       -1.0 / problem.n_samples, W, theta)
-    return FullGradient(float(values.mean()), grad, M, Q, float(ell.mean()))
+                       -1.0 / problem.n_samples, problem.sample_weight, W, theta)
+    return FullGradient(problem.weighted_mean(values), grad, M, Q, problem.weighted_mean(ell))
 
 
 class LazyIterate:
@@ -242,15 +243,16 @@ def svrg_epoch(problem, w_start, smoothing, step_size, penalty, n_steps, rng, sn
     if snap is None:
         snap = full_gradient(problem, w_start, smoothing)
     lazy = _iterate(problem, w_start, penalty, snap.grad - penalty.linear(snap.grad))
-    samples = rng.integers(problem.n_samples, size=n_steps)
+    samples = problem.draw(rng, n_steps)
     lazy.steps(smoothing, snap.M, snap.Q, samples, np.full(n_steps, step_size),
                np.full(n_steps, decay), np.ones(n_steps))
     return lazy.average(), snap
 
 
 def objective(problem, coef, penalty):
-    """The non-smooth objective: mean structured hinge plus the regulariser."""
-    return float(np.mean(problem.hinge_losses(coef))) + penalty.value(coef)
+    """The non-smooth objective: (sample-weighted) mean structured hinge plus the
+    regulariser."""
+    return problem.weighted_mean(problem.hinge_losses(coef)) + penalty.value(coef)
 
 
 class Monitor:
@@ -585,7 +587,7 @@ def _sgd_epochs(problem, penalty, smoothing, w0, learning_rate, schedule, t0, av
         t = np.arange((epoch - 1) * n + 1, epoch * n + 1, dtype=float)
         steps, decays = _sgd_steps(schedule, learning_rate, t0, penalty.c, t)
         weights = {"none": np.ones(n), "uniform": np.ones(n), "weighted": t}[averaging]
-        lazy.steps(smoothing, M_ref, Q_ref, rng.integers(n, size=n), steps, decays, weights)
+        lazy.steps(smoothing, M_ref, Q_ref, problem.draw(rng, n), steps, decays, weights)
         w = lazy.current() if averaging == "none" else lazy.average()
         if record(epoch, w):
             break

@@ -8,6 +8,7 @@ package share one shape of joint feature (see ``_kernels/labelings.py``)::
 so that one set of numba kernels (unary scores, oracles, BCFW steps) serves them all, and the
 parameter vector is ``coef = [vec(W), theta]`` with ``W`` of shape ``(n_token_features, n_codes)``.
 """
+import copy
 import numbers
 from dataclasses import dataclass, field, replace
 
@@ -24,8 +25,74 @@ _EMPTY_EDGES = np.zeros((0, 2), dtype=np.int64)
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
 
 
+class ExampleWeights:
+    """Per-example loss weights of a packed problem (``sample_weight``, mean 1): the loss term
+    of the objective is ``mean_i w_i H_i(w)``."""
+
+    def with_sample_weight(self, sample_weight):
+        """The same problem with per-example loss weights, normalised to mean 1.
+
+        Parameters
+        ----------
+        sample_weight : ndarray of shape (n_samples,)
+            Positive finite weights (zero-weight examples are dropped before packing: they
+            would only dilute the mean).
+
+        Returns
+        -------
+        Problem
+            A shallow copy sharing the packed arrays, with ``sample_weight = w / mean(w)``.
+        """
+        w = np.asarray(sample_weight, dtype=float)
+        weighted = copy.copy(self)
+        weighted.sample_weight = w * (w.shape[0] / w.sum())
+        return weighted
+
+    def draw(self, rng, size):
+        """Draw ``size`` examples with replacement, example ``i`` with probability ``w_i / n``
+        (uniformly, by ``rng.integers``, when unweighted): a stochastic gradient of one drawn
+        example is then unbiased for the weighted mean loss.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            Random numbers.
+        size : int
+            Number of draws.
+
+        Returns
+        -------
+        ndarray of int64, shape (size,)
+            The indices drawn.
+        """
+        n = self.n_samples
+        if np.all(self.sample_weight == 1.0):
+            return rng.integers(n, size=size)
+        return rng.choice(n, size=size, p=self.sample_weight / n)
+
+    def weighted_mean(self, values):
+        """The sample-weighted mean over examples.
+
+        Parameters
+        ----------
+        values : ndarray of shape (n_samples,)
+            One value per example.
+
+        Returns
+        -------
+        float
+            ``mean_i w_i values[i]``.
+        """
+        return float(np.mean(self.sample_weight * values))
+
+    @property
+    def block_n(self):
+        """``n / w_i``: example ``i`` carries the share ``1 / block_n[i]`` of the mean loss."""
+        return self.n_samples / self.sample_weight
+
+
 @dataclass
-class Problem:
+class Problem(ExampleWeights):
     """Packed data of one data set: flat arrays + offsets, ready for the kernels.
 
     The joint feature map of the structured SVM (Tsochantaridis et al. 2005, JMLR), packed for the
@@ -56,6 +123,9 @@ class Problem:
         gives zeros.
     edges, parent, order : ndarray of int64, default=empty
         Label-interaction graph (multi-label structures), empty otherwise.
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Per-example weights of the loss, normalised to mean 1 (``with_sample_weight``): the
+        objective's loss term is ``mean_i w_i H_i(w)``. None gives ones.
     _gram : tuple or None, default=None
         Cache of :attr:`gram`, filled on first access.
     """
@@ -74,11 +144,14 @@ class Problem:
     edges: np.ndarray = field(default_factory=lambda: _EMPTY_EDGES)
     parent: np.ndarray = field(default_factory=lambda: _EMPTY_INT)
     order: np.ndarray = field(default_factory=lambda: _EMPTY_INT)
+    sample_weight: np.ndarray = None
     _gram: tuple = None
 
     def __post_init__(self):
         if self.tok_loss is None:  # only candidate sets have losses attached to tokens
             self.tok_loss = np.zeros(self.tok_offsets[-1])
+        if self.sample_weight is None:
+            self.sample_weight = np.ones(self.n_samples)
 
     @property
     def n_samples(self):
@@ -159,7 +232,8 @@ class Problem:
         Returns
         -------
         Problem
-            A new problem holding only those examples (Gram cache reset).
+            A new problem holding only those examples (Gram cache reset), their sample weights
+            normalised to mean 1 again.
         """
         tok, node = self.tok_offsets, self.node_offsets
         lengths = tok[idx + 1] - tok[idx]
@@ -172,7 +246,7 @@ class Problem:
                        tok_offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
                        y=self.y[nodes], tok_loss=self.tok_loss[tokens],
                        node_offsets=np.concatenate([[0], np.cumsum(node[idx + 1] - node[idx])])
-                       .astype(np.int64), _gram=None)
+                       .astype(np.int64), _gram=None).with_sample_weight(self.sample_weight[idx])
 
     def truth_stats(self):
         """Return the label statistics of the true labelings.

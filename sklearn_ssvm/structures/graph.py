@@ -18,6 +18,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from ..smoothing import topk_smooth_max
+from .base import ExampleWeights
 
 __all__ = ["BinaryGraphCRF", "bmmf_topk", "graphcut_map", "graphcut_max_marginals",
            "project_submodular"]
@@ -851,7 +852,7 @@ class BinaryGraphCRF(BaseEstimator):
         return coef
 
 
-class GraphProblem:
+class GraphProblem(ExampleWeights):
     """Examples of a :class:`BinaryGraphCRF`, validated once, for the smoothed solvers.
 
     The oracles are graph cuts run from Python (PyMaxflow), so the solvers cannot call them from
@@ -868,6 +869,7 @@ class GraphProblem:
     def __init__(self, structure, examples):
         self.structure = structure
         self.examples = examples
+        self.sample_weight = np.ones(len(examples))
 
     @property
     def n_samples(self):
@@ -878,8 +880,9 @@ class GraphProblem:
         return self.structure.n_params
 
     def subset(self, idx):
-        """The examples ``idx``."""
-        return GraphProblem(self.structure, [self.examples[i] for i in idx])
+        """The examples ``idx`` (their sample weights normalised to mean 1 again)."""
+        return GraphProblem(self.structure, [self.examples[i] for i in idx]).with_sample_weight(
+            self.sample_weight[idx])
 
     def smoothed(self, i, coef, top_k, mu):
         """Smoothed loss of example ``i`` at ``coef``, its gradient and expected loss (top-K
