@@ -1,9 +1,11 @@
 """Batched kernels over all examples of a packed problem (``nogil``, on ``threads``)."""
+import functools
+
 import numpy as np
 from numba import njit
 
-from .labelings import (add_stats, expected_label_loss, expected_score, labeling_score, oracle,
-                        oracle_work_size)
+from .labelings import (add_stats, expected_label_loss, expected_score, labeling_score,
+                        oracle_one_kind, oracle_work_size)
 from .sparse import add_outer_into, unary_scores_into
 from .threads import run_chunks
 
@@ -26,34 +28,39 @@ def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
     dual distribution (``expected_scores``): together they give exact hinge losses and block
     duality gaps in one pass. Runs on ``threads.n_threads()`` threads.
     """
-    run_chunks(_oracle_range, tok_off.shape[0] - 1, kind, edges, parent, order, indptr, indices,
-               data, tok_off, y, node_off, tok_loss, W, theta, augment, M, Q, y_out, values,
-               true_scores, expected_scores)
+    run_chunks(_oracle_range(int(kind)), tok_off.shape[0] - 1, kind, edges, parent, order,
+               indptr, indices, data, tok_off, y, node_off, tok_loss, W, theta, augment, M, Q,
+               y_out, values, true_scores, expected_scores)
 
 
-@njit(cache=True, nogil=True)
-def _oracle_range(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
-                  tok_loss, W, theta, augment, M, Q, y_out, values, true_scores, expected_scores,
-                  lo, hi):
-    """``oracle_all`` on examples ``lo..hi-1``, scratch buffers allocated once."""
-    C = W.shape[1]
-    with_state = M.shape[0] > 0
-    max_T = max_length(tok_off[lo:hi + 1])
-    U_buf = np.empty((max_T, C))
-    work = np.empty(oracle_work_size(kind, max_T, C))
-    for i in range(lo, hi):
-        t0 = tok_off[i]
-        T = tok_off[i + 1] - t0
-        U = U_buf[:T]
-        unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
-        yi = y[node_off[i]:node_off[i + 1]]
-        yo = y_out[node_off[i]:node_off[i + 1]]
-        values[i] = oracle(kind, U, theta, yi, tok_loss[t0:t0 + T], augment, edges, parent,
-                           order, yo, work)
-        if augment:
-            true_scores[i] = labeling_score(kind, U, theta, yi, edges)
-            if with_state:
-                expected_scores[i] = expected_score(U, theta, M, Q, t0, i)
+@functools.lru_cache(maxsize=None)
+def _oracle_range(structure_kind):
+    """``oracle_all`` on examples ``lo..hi-1``, scratch buffers allocated once, compiled for one
+    structure kind (the oracle inlined and pruned to it: see ``labelings.oracle_one_kind``)."""
+    @njit(cache=True, nogil=True)
+    def oracle_range(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
+                     tok_loss, W, theta, augment, M, Q, y_out, values, true_scores,
+                     expected_scores, lo, hi):
+        C = W.shape[1]
+        with_state = M.shape[0] > 0
+        max_T = max_length(tok_off[lo:hi + 1])
+        U_buf = np.empty((max_T, C))
+        work = np.empty(oracle_work_size(kind, max_T, C))
+        for i in range(lo, hi):
+            t0 = tok_off[i]
+            T = tok_off[i + 1] - t0
+            U = U_buf[:T]
+            unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
+            yi = y[node_off[i]:node_off[i + 1]]
+            yo = y_out[node_off[i]:node_off[i + 1]]
+            values[i] = oracle_one_kind(structure_kind, U, theta, yi, tok_loss[t0:t0 + T],
+                                        augment, edges, parent, order, yo, work)
+            if augment:
+                true_scores[i] = labeling_score(kind, U, theta, yi, edges)
+                if with_state:
+                    expected_scores[i] = expected_score(U, theta, M, Q, t0, i)
+
+    return oracle_range
 
 
 @njit(cache=True, nogil=True)

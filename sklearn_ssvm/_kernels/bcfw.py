@@ -22,12 +22,14 @@ Pairwise and away steps need the active set of each block: its atoms are stored 
 Rows are label variables and columns atoms, so all the labelings of a block are contiguous: a
 step scoring a block's cached labelings reads a few cache lines, not one per labeling.
 """
+import functools
+
 import numpy as np
 from numba import njit
 
 from .batch import max_length
-from .labelings import (FALSE, TRUE, add_stats, expected_score, label_loss, labeling_score, oracle,
-                        oracle_work_size, stats_difference)
+from .labelings import (FALSE, TRUE, add_stats, expected_score, label_loss, labeling_score,
+                        oracle_one_kind, oracle_work_size, stats_difference)
 from .penalty import soft_line_search
 from .prefetch import prefetch_rows, prefetch_span
 from .sampling import sum_tree, sum_tree_sample, sum_tree_total, sum_tree_update
@@ -249,7 +251,6 @@ def _move_gathered(touched_row, touched_col, direction, m, gamma, kappa, W, thet
             theta_c[c] = _soft(theta[c], kappa)
 
 
-@njit(cache=True, nogil=True)
 def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss,
               gram,
               gram_off, W, theta, Wc, theta_c, lower_W, upper_W, lower_theta, upper_theta, M, Q,
@@ -309,275 +310,306 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     corner maximises ``H_i``); the objective can rise only when the lightest weight exceeds
     twice the line search's step, and the dual point stays feasible, so certificates hold.
     """
-    n = tok_off.shape[0] - 1
-    C = W.shape[1]
-    p = theta.shape[0]
-    max_T = max_length(tok_off)
-    cap = atom_w.shape[1]
-    U_buf = np.empty((max_T, C))
-    D_buf = np.empty((max_T, C))
-    dq = np.empty(p)
-    max_nodes = max_length(node_off)
-    y_buf = np.empty(max_nodes, dtype=np.int32)
-    H_atoms = np.empty(cap)
-    soft = kappa > 0.0  # elastic net: line searches on the coordinates a step moves
-    # sparse pairwise steps: the entries of S(y*) - S(y_a) and q(y*) - q(y_a); with the elastic
-    # net also those of dense directions
-    n_entries = max(2 * max_nodes, max_T * C if soft else 0)
-    rows = np.empty(n_entries, dtype=np.int64)
-    cols = np.empty(n_entries, dtype=np.int64)
-    vals = np.empty(n_entries)
-    q_index = np.empty(max(2 * max(max_nodes, edges.shape[0]), p if soft else 0), dtype=np.int64)
-    q_vals = np.empty(q_index.shape[0])
-    work = np.empty(oracle_work_size(kind, max_T, C))
-    averaging = VM.shape[0] > 0
-    bounded = lower_W.shape[0] > 0
-    # a pairwise step moves mass between two labelings: its direction has a few non-zeros,
-    # and the expected score comes from the atoms, so the step never reads M_i or Q_i densely
-    sparse_steps = step_type == PAIRWISE and not averaging and not bounded
-    # elastic net: the coordinates a step moves, gathered for its line search; per non-zero of
-    # X_i at most C entries of D (dense) or two (sparse: a chain's two labels, a multiclass
-    # pair; others one per column), then those of dq
-    max_nnz = 0
-    if soft:
-        for j in range(n):
-            max_nnz = max(max_nnz, indptr[tok_off[j + 1]] - indptr[tok_off[j]])
-    n_touch = max_nnz * max(C, 2) + q_index.shape[0] if soft else 0
-    slot = np.full(W.shape[0] * C + p if soft else 0, -1, dtype=np.int32)
-    touched_row = np.empty(n_touch, dtype=np.int64)
-    touched_col = np.empty(n_touch, dtype=np.int64)
-    base = np.empty(n_touch)
-    direction = np.empty(n_touch)
-    breaks = np.empty(2 * n_touch)
-    owner = np.empty(2 * n_touch, dtype=np.int64)
-    weights = np.empty(n)
-    n_unvisited = 0
-    for j in range(n):
-        if np.isinf(gap_estimates[j]):
-            n_unvisited += 1
-            weights[j] = 0.0
-        else:
-            weights[j] = max(gap_estimates[j], 0.0)
-    tree = sum_tree(weights)
-    keep_atoms = step_type != FW or use_cache
-    n_hits = 0
-    n_first = first_blocks.shape[0]
-    large_weights = W.shape[0] * W.shape[1] > LARGE_WEIGHTS
-    drawn = -1  # the next step's gap-sampling draw, made ahead to prefetch its block
-    for b in range(start, n_steps):
-        if n_unvisited == 0 and sum_tree_total(tree) <= exit_below:
-            return b, False, n_hits
-        if b < n_first:
-            i = first_blocks[b]
-        elif gap_sampling and sum_tree_total(tree) > 0.0:
-            i = drawn if drawn >= 0 else sum_tree_sample(tree, uniforms[b])
-        else:
-            return b, False, n_hits
-        drawn = -1
-        if b + 2 < n_first:
-            _prefetch_block(first_blocks[b + 2], indptr, indices, data, tok_off, y, node_off,
-                            tok_loss, gram, gram_off, M, Q, atom_y, atom_w, not sparse_steps)
-        if large_weights and b + 1 < n_first:
-            j = first_blocks[b + 1]
-            prefetch_rows(indices, indptr[tok_off[j]], indptr[tok_off[j + 1]], Wc)
-        t0 = tok_off[i]
-        T = tok_off[i + 1] - t0
-        n0 = node_off[i]
-        n1 = node_off[i + 1]
-        nb = block_n[i]  # n, or n / w_i with sample weights: the block's share is 1 / nb
-        lam_n = lam * nb
-        U = U_buf[:T]
-        D = D_buf[:T]
-        unary_scores_into(indptr, indices, data, t0, t0 + T, Wc, U)
-        yi = y[n0:n1]
-        ys = y_buf[:n1 - n0]
-        losses = tok_loss[t0:t0 + T]
-        # expected value of H_i under alpha_i, minus the loss part: <U, M_i> + <theta, Q_i>,
-        # which is also sum_k alpha_k score(y_k) over the atoms
-        expected = 0.0 if sparse_steps else expected_score(U, theta_c, M, Q, t0, i)
-        # the atoms' values H_i(y) = L(y_i, y) + score(y) (cached corners and active set)
-        best = -1
-        away = NONE
-        if keep_atoms:
-            for k in range(atom_n[i]):
-                score_k = labeling_score(kind, U, theta_c, atom_y[n0:n1, k], edges)
-                H_atoms[k] = label_loss(kind, yi, atom_y[n0:n1, k], losses) + score_k
-                if sparse_steps:
-                    expected += atom_w[i, k] * score_k
-                if best < 0 or H_atoms[k] > H_atoms[best]:
-                    best = k
-                if atom_w[i, k] > 0.0 and (away < 0 or H_atoms[k] < H_atoms[away]):
-                    away = k
-        # cache oracle (spec 002 Alg. 5): the best cached corner, if its gap is large enough
-        hit = False
-        if use_cache and best >= 0:
-            cached_gap = (H_atoms[best] - expected) / nb - ell_blocks[i]
-            hit = (cached_gap > 0.0 and cached_gap >= cache_F * gap_estimates[i]
-                   and cached_gap >= cache_min_gap)
-        if hit:
-            k_star = best
-            ys[:] = atom_y[n0:n1, best]
-            H_s = H_atoms[best]
-            gap = cached_gap
-            n_hits += 1
-        else:
-            H_s = oracle(kind, U, theta_c, yi, losses, TRUE, edges, parent, order, ys, work)
-            gap = (H_s - expected) / nb - ell_blocks[i]  # the block's FW gap, eq. (7)
-            if np.isinf(gap_estimates[i]):
-                n_unvisited -= 1
-            gap_estimates[i] = gap
-            sum_tree_update(tree, i, max(gap, 0.0))
-            k_star = -1
-            if keep_atoms:
-                k_star = _find_atom(atom_y, atom_n, i, n0, n1, ys)
-            if use_cache and k_star < 0:  # every oracle answer enters the cache
-                k_star, away = _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s,
-                                            away, step_type == FW)
-                if k_star < 0 and not drop_when_full:
-                    return b, True, n_hits
-        # the sampler is final for this step: draw the next block now (the draw the next step
-        # would make) and fetch its data while this step updates
-        if (gap_sampling and b + 1 >= n_first and b + 1 < n_steps
-                and sum_tree_total(tree) > 0.0):
-            drawn = sum_tree_sample(tree, uniforms[b + 1])
-            _prefetch_block(drawn, indptr, indices, data, tok_off, y, node_off, tok_loss, gram,
-                            gram_off, M, Q, atom_y, atom_w, not sparse_steps)
-        L_s = label_loss(kind, yi, ys, losses)
-        # the step's direction (D, dq, dl), rate of decrease and largest step
-        numerator = gap
-        gamma_max = 1.0
-        pairwise = step_type == PAIRWISE
-        away_step = False
-        if step_type == AWAY and away >= 0 and away != k_star:
-            mean_H = expected + nb * ell_blocks[i]  # sum_y alpha(y) H(y)
-            away_gap = (mean_H - H_atoms[away]) / nb
-            away_step = atom_w[i, away] < 1.0 and away_gap >= gap  # ties: away (Alg. 4)
-            if away_step:
-                numerator = away_gap
-                gamma_max = atom_w[i, away] / (1.0 - atom_w[i, away])
-        # the corner must join a store full of active atoms at its cap: it takes the place of
-        # the lightest atom, whose whole weight moves to it (a forced pairwise drop step)
-        lightest = -1
-        if drop_when_full and keep_atoms and k_star < 0 and not away_step and atom_n[i] == cap:
-            lightest = _lightest_active(atom_w, atom_n, i)
-        replace = lightest >= 0
-        if replace:
-            pairwise = True
-            away = lightest
-        if pairwise:
-            if away < 0 or k_star == away:  # the corner is the away atom: nothing to move
-                continue
-            numerator = (H_s - H_atoms[away]) / nb
-            gamma_max = atom_w[i, away]
-        if numerator <= 0.0:
-            continue
-        n_s = n_q = m = 0
-        if sparse_steps:  # D = S(y*) - S(y_a) as entries
-            ya = atom_y[n0:n1, away]
-            n_s, n_q = stats_difference(kind, ys, ya, edges, C, rows, cols, vals, q_index,
-                                        q_vals)
-            dl = (L_s - label_loss(kind, yi, ya, losses)) / nb
-        else:
-            dl = _dense_direction(kind, edges, M, Q, t0, i, T, n0, n1, yi, ys, L_s, losses,
-                                  atom_y, away, away_step, pairwise, ell_blocks[i], nb, D, dq)
-        if soft:  # exact line search on the elastic-net dual, f'(0) = -N
-            if not sparse_steps:
-                n_s, n_q = _dense_entries(D, dq, rows, cols, vals, q_index, q_vals)
-            m = _gather_direction(indptr, indices, data, t0, rows, cols, vals, n_s, q_index,
-                                  q_vals, n_q, -1.0 / lam_n, W, theta, slot, touched_row,
-                                  touched_col, base, direction)
-            gamma = soft_line_search(dl, base, direction, m, kappa, 1.0 / lam, gamma_max,
-                                     breaks, owner)
-        else:  # exact line search: gamma* = N lambda n^2 / quad, clipped to [0, gamma_max]
-            if sparse_steps:
-                quad = entries_quadratic(gram, gram_off[i], T, rows, cols, vals, n_s, q_index,
-                                         q_vals, n_q)
-            else:
-                quad = gram_quadratic(gram, gram_off[i], T, D)
-                for j in range(p):
-                    quad += dq[j] * dq[j]
-            gamma = gamma_max if quad <= 0.0 else min(gamma_max, numerator * lam_n * nb / quad)
-        if replace:
-            gamma = gamma_max
-        if gamma <= 0.0:
-            continue
-        if replace:
-            k_star = away
-        elif keep_atoms and k_star < 0 and not away_step:  # the corner joins the active set
-            k_star, away = _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s,
-                                        away, FALSE)
-            if k_star < 0:
-                return b, True, n_hits
-        # the block moves by gamma (D, dq), the weights by -gamma / (lambda n) (X_i^T D (+) dq)
-        step = -gamma / lam_n
-        if sparse_steps:
-            for e in range(n_s):
-                M[t0 + rows[e], cols[e]] += gamma * vals[e]
-            for e in range(n_q):
-                Q[i, q_index[e]] += gamma * q_vals[e]
-        else:
-            for t in range(T):
-                for c in range(C):
-                    M[t0 + t, c] += gamma * D[t, c]
-            for j in range(p):
-                Q[i, j] += gamma * dq[j]
+    kernel = _pass_kernel(int(kind), kappa > 0.0, step_type != FW or bool(use_cache))
+    return kernel(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
+                  tok_loss, gram, gram_off, W, theta, Wc, theta_c, lower_W, upper_W, lower_theta,
+                  upper_theta, M, Q, ell_blocks, lam, block_n, first_blocks, start, n_steps,
+                  uniforms, gap_sampling, exit_below, gap_estimates, step_type, atom_y, atom_w,
+                  atom_n, use_cache, cache_F, cache_min_gap, step0, VM, VQ, Vell, kappa,
+                  drop_when_full)
+
+
+@functools.lru_cache(maxsize=None)
+def _pass_kernel(structure_kind, elastic_net, atoms):
+    """``bcfw_pass`` compiled for one structure kind, with or without the elastic net's line
+    search (``elastic_net``) and the atom store (``atoms``: pairwise or away steps, or the
+    cache): closure constants (ints and bools, which numba's cache keys on), so that numba
+    prunes the other branches and a plain Frank-Wolfe fit of a chain with the L2 penalty
+    compiles neither the other kinds' oracles, the line search's sort nor the active-set
+    bookkeeping. (Only the inlined oracle takes the constant: a constant argument of a compiled
+    kernel would compile it once more, for that literal.)"""
+    @njit(cache=True, nogil=True)
+    def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
+                  tok_loss, gram, gram_off, W, theta, Wc, theta_c, lower_W, upper_W, lower_theta,
+                  upper_theta, M, Q, ell_blocks, lam, block_n, first_blocks, start, n_steps,
+                  uniforms, gap_sampling, exit_below, gap_estimates, step_type, atom_y, atom_w,
+                  atom_n, use_cache, cache_F, cache_min_gap, step0, VM, VQ, Vell, kappa,
+                  drop_when_full):
+        """The pass (see ``bcfw_pass``)."""
+        n = tok_off.shape[0] - 1
+        C = W.shape[1]
+        p = theta.shape[0]
+        max_T = max_length(tok_off)
+        cap = atom_w.shape[1]
+        U_buf = np.empty((max_T, C))
+        D_buf = np.empty((max_T, C))
+        dq = np.empty(p)
+        max_nodes = max_length(node_off)
+        y_buf = np.empty(max_nodes, dtype=np.int32)
+        H_atoms = np.empty(cap)
+        soft = elastic_net  # line searches on the coordinates a step moves
+        # sparse pairwise steps: the entries of S(y*) - S(y_a) and q(y*) - q(y_a); with the elastic
+        # net also those of dense directions
+        n_entries = max(2 * max_nodes, max_T * C if soft else 0)
+        rows = np.empty(n_entries, dtype=np.int64)
+        cols = np.empty(n_entries, dtype=np.int64)
+        vals = np.empty(n_entries)
+        q_index = np.empty(max(2 * max(max_nodes, edges.shape[0]), p if soft else 0),
+                           dtype=np.int64)
+        q_vals = np.empty(q_index.shape[0])
+        work = np.empty(oracle_work_size(kind, max_T, C))
+        averaging = VM.shape[0] > 0
+        bounded = lower_W.shape[0] > 0
+        # a pairwise step moves mass between two labelings: its direction has a few non-zeros,
+        # and the expected score comes from the atoms, so the step never reads M_i or Q_i densely
+        sparse_steps = step_type == PAIRWISE and not averaging and not bounded
+        # elastic net: the coordinates a step moves, gathered for its line search; per non-zero of
+        # X_i at most C entries of D (dense) or two (sparse: a chain's two labels, a multiclass
+        # pair; others one per column), then those of dq
+        max_nnz = 0
         if soft:
-            _move_gathered(touched_row, touched_col, direction, m, gamma, kappa, W, theta, Wc,
-                           theta_c)
-        elif sparse_steps:
-            for e in range(n_q):
-                theta[q_index[e]] += step * q_vals[e]
-            add_entries_outer(indptr, indices, data, t0, rows, cols, vals, n_s, step, W)
-        else:
-            for j in range(p):
-                theta[j] += step * dq[j]
-            add_outer_into(indptr, indices, data, t0, t0 + T, D, step, W)
-        if bounded:
-            clip_rows(indptr, indices, t0, t0 + T, W, lower_W, upper_W, Wc)
-            for j in range(p):
-                theta_c[j] = min(max(theta[j], lower_theta[j]), upper_theta[j])
-        ell_blocks[i] += gamma * dl
-        if averaging:
-            k = float(step0 + b + 1)
-            weight = (k - 1.0) * k / 2.0 * gamma
-            for t in range(T):
-                for c in range(C):
-                    VM[t0 + t, c] += weight * D[t, c]
-            for j in range(p):
-                VQ[i, j] += weight * dq[j]
-            Vell[i] += weight * dl
-        if not keep_atoms:
-            continue
-        # the atoms' weights follow the step (spec 002 §4, §10.3 pitfall 3); atoms whose
-        # weight reaches 0 stay as cached corners with a cache, else they are dropped
-        if replace:  # the corner takes the slot, and the weight, of the dropped atom
-            atom_y[n0:n1, k_star] = ys
-            dropped = NONE
-        elif pairwise:
-            atom_w[i, k_star] += gamma
-            atom_w[i, away] -= gamma
-            dropped = away if gamma >= gamma_max else -1
-        elif away_step:  # alpha <- (1 + gamma) alpha - gamma e_{y_a}
-            for k in range(atom_n[i]):
-                atom_w[i, k] *= 1.0 + gamma
-            atom_w[i, away] -= gamma
-            dropped = away if gamma >= gamma_max else -1
-        else:  # alpha <- (1 - gamma) alpha + gamma e_{y*}; gamma = 1 collapses onto y*
-            for k in range(atom_n[i]):
-                atom_w[i, k] = 0.0 if gamma >= 1.0 else atom_w[i, k] * (1.0 - gamma)
-            atom_w[i, k_star] = 1.0 if gamma >= 1.0 else atom_w[i, k_star] + gamma
-            dropped = NONE
-            if gamma >= 1.0 and not use_cache:
-                atom_y[n0:n1, 0] = ys
-                atom_w[i, 0] = 1.0
-                for k in range(1, atom_n[i]):
-                    atom_w[i, k] = 0.0
-                atom_n[i] = 1
-        if dropped >= 0:
-            atom_w[i, dropped] = 0.0
-            if not use_cache:
-                _remove_atom(atom_y, atom_w, atom_n, i, n0, n1, dropped)
-    return n_steps, False, n_hits
+            for j in range(n):
+                max_nnz = max(max_nnz, indptr[tok_off[j + 1]] - indptr[tok_off[j]])
+        n_touch = max_nnz * max(C, 2) + q_index.shape[0] if soft else 0
+        slot = np.full(W.shape[0] * C + p if soft else 0, -1, dtype=np.int32)
+        touched_row = np.empty(n_touch, dtype=np.int64)
+        touched_col = np.empty(n_touch, dtype=np.int64)
+        base = np.empty(n_touch)
+        direction = np.empty(n_touch)
+        breaks = np.empty(2 * n_touch)
+        owner = np.empty(2 * n_touch, dtype=np.int64)
+        weights = np.empty(n)
+        n_unvisited = 0
+        for j in range(n):
+            if np.isinf(gap_estimates[j]):
+                n_unvisited += 1
+                weights[j] = 0.0
+            else:
+                weights[j] = max(gap_estimates[j], 0.0)
+        tree = sum_tree(weights)
+        keep_atoms = atoms
+        n_hits = 0
+        n_first = first_blocks.shape[0]
+        large_weights = W.shape[0] * W.shape[1] > LARGE_WEIGHTS
+        drawn = -1  # the next step's gap-sampling draw, made ahead to prefetch its block
+        for b in range(start, n_steps):
+            if n_unvisited == 0 and sum_tree_total(tree) <= exit_below:
+                return b, False, n_hits
+            if b < n_first:
+                i = first_blocks[b]
+            elif gap_sampling and sum_tree_total(tree) > 0.0:
+                i = drawn if drawn >= 0 else sum_tree_sample(tree, uniforms[b])
+            else:
+                return b, False, n_hits
+            drawn = -1
+            if b + 2 < n_first:
+                _prefetch_block(first_blocks[b + 2], indptr, indices, data, tok_off, y, node_off,
+                                tok_loss, gram, gram_off, M, Q, atom_y, atom_w, not sparse_steps)
+            if large_weights and b + 1 < n_first:
+                j = first_blocks[b + 1]
+                prefetch_rows(indices, indptr[tok_off[j]], indptr[tok_off[j + 1]], Wc)
+            t0 = tok_off[i]
+            T = tok_off[i + 1] - t0
+            n0 = node_off[i]
+            n1 = node_off[i + 1]
+            nb = block_n[i]  # n, or n / w_i with sample weights: the block's share is 1 / nb
+            lam_n = lam * nb
+            U = U_buf[:T]
+            D = D_buf[:T]
+            unary_scores_into(indptr, indices, data, t0, t0 + T, Wc, U)
+            yi = y[n0:n1]
+            ys = y_buf[:n1 - n0]
+            losses = tok_loss[t0:t0 + T]
+            # expected value of H_i under alpha_i, minus the loss part: <U, M_i> + <theta, Q_i>,
+            # which is also sum_k alpha_k score(y_k) over the atoms
+            expected = 0.0 if sparse_steps else expected_score(U, theta_c, M, Q, t0, i)
+            # the atoms' values H_i(y) = L(y_i, y) + score(y) (cached corners and active set)
+            best = -1
+            away = NONE
+            if keep_atoms:
+                for k in range(atom_n[i]):
+                    score_k = labeling_score(kind, U, theta_c, atom_y[n0:n1, k], edges)
+                    H_atoms[k] = label_loss(kind, yi, atom_y[n0:n1, k], losses) + score_k
+                    if sparse_steps:
+                        expected += atom_w[i, k] * score_k
+                    if best < 0 or H_atoms[k] > H_atoms[best]:
+                        best = k
+                    if atom_w[i, k] > 0.0 and (away < 0 or H_atoms[k] < H_atoms[away]):
+                        away = k
+            # cache oracle (spec 002 Alg. 5): the best cached corner, if its gap is large enough
+            hit = False
+            cached_gap = 0.0
+            if keep_atoms and use_cache and best >= 0:
+                cached_gap = (H_atoms[best] - expected) / nb - ell_blocks[i]
+                hit = (cached_gap > 0.0 and cached_gap >= cache_F * gap_estimates[i]
+                       and cached_gap >= cache_min_gap)
+            if hit:
+                k_star = best
+                ys[:] = atom_y[n0:n1, best]
+                H_s = H_atoms[best]
+                gap = cached_gap
+                n_hits += 1
+            else:
+                H_s = oracle_one_kind(structure_kind, U, theta_c, yi, losses, TRUE, edges,
+                                      parent, order, ys, work)
+                gap = (H_s - expected) / nb - ell_blocks[i]  # the block's FW gap, eq. (7)
+                if np.isinf(gap_estimates[i]):
+                    n_unvisited -= 1
+                gap_estimates[i] = gap
+                sum_tree_update(tree, i, max(gap, 0.0))
+                k_star = -1
+                if keep_atoms:
+                    k_star = _find_atom(atom_y, atom_n, i, n0, n1, ys)
+                if keep_atoms and use_cache and k_star < 0:  # every oracle answer enters the cache
+                    k_star, away = _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s,
+                                                away, step_type == FW)
+                    if k_star < 0 and not drop_when_full:
+                        return b, True, n_hits
+            # the sampler is final for this step: draw the next block now (the draw the next step
+            # would make) and fetch its data while this step updates
+            if (gap_sampling and b + 1 >= n_first and b + 1 < n_steps
+                    and sum_tree_total(tree) > 0.0):
+                drawn = sum_tree_sample(tree, uniforms[b + 1])
+                _prefetch_block(drawn, indptr, indices, data, tok_off, y, node_off, tok_loss, gram,
+                                gram_off, M, Q, atom_y, atom_w, not sparse_steps)
+            L_s = label_loss(kind, yi, ys, losses)
+            # the step's direction (D, dq, dl), rate of decrease and largest step
+            numerator = gap
+            gamma_max = 1.0
+            pairwise = step_type == PAIRWISE
+            away_step = False
+            if step_type == AWAY and away >= 0 and away != k_star:
+                mean_H = expected + nb * ell_blocks[i]  # sum_y alpha(y) H(y)
+                away_gap = (mean_H - H_atoms[away]) / nb
+                away_step = atom_w[i, away] < 1.0 and away_gap >= gap  # ties: away (Alg. 4)
+                if away_step:
+                    numerator = away_gap
+                    gamma_max = atom_w[i, away] / (1.0 - atom_w[i, away])
+            # the corner must join a store full of active atoms at its cap: it takes the place of
+            # the lightest atom, whose whole weight moves to it (a forced pairwise drop step)
+            lightest = -1
+            if keep_atoms and drop_when_full and k_star < 0 and not away_step and atom_n[i] == cap:
+                lightest = _lightest_active(atom_w, atom_n, i)
+            replace = lightest >= 0
+            if replace:
+                pairwise = True
+                away = lightest
+            if pairwise:
+                if away < 0 or k_star == away:  # the corner is the away atom: nothing to move
+                    continue
+                numerator = (H_s - H_atoms[away]) / nb
+                gamma_max = atom_w[i, away]
+            if numerator <= 0.0:
+                continue
+            n_s = n_q = m = 0
+            if keep_atoms and sparse_steps:  # D = S(y*) - S(y_a) as entries
+                ya = atom_y[n0:n1, away]
+                n_s, n_q = stats_difference(kind, ys, ya, edges, C, rows, cols, vals, q_index,
+                                            q_vals)
+                dl = (L_s - label_loss(kind, yi, ya, losses)) / nb
+            else:
+                dl = _dense_direction(kind, edges, M, Q, t0, i, T, n0, n1, yi, ys, L_s, losses,
+                                      atom_y, away, away_step, pairwise, ell_blocks[i], nb, D, dq)
+            if soft:  # exact line search on the elastic-net dual, f'(0) = -N
+                if not sparse_steps:
+                    n_s, n_q = _dense_entries(D, dq, rows, cols, vals, q_index, q_vals)
+                m = _gather_direction(indptr, indices, data, t0, rows, cols, vals, n_s, q_index,
+                                      q_vals, n_q, -1.0 / lam_n, W, theta, slot, touched_row,
+                                      touched_col, base, direction)
+                gamma = soft_line_search(dl, base, direction, m, kappa, 1.0 / lam, gamma_max,
+                                         breaks, owner)
+            else:  # exact line search: gamma* = N lambda n^2 / quad, clipped to [0, gamma_max]
+                if keep_atoms and sparse_steps:
+                    quad = entries_quadratic(gram, gram_off[i], T, rows, cols, vals, n_s, q_index,
+                                             q_vals, n_q)
+                else:
+                    quad = gram_quadratic(gram, gram_off[i], T, D)
+                    for j in range(p):
+                        quad += dq[j] * dq[j]
+                gamma = gamma_max if quad <= 0.0 else min(gamma_max, numerator * lam_n * nb / quad)
+            if replace:
+                gamma = gamma_max
+            if gamma <= 0.0:
+                continue
+            if replace:
+                k_star = away
+            elif keep_atoms and k_star < 0 and not away_step:  # the corner joins the active set
+                k_star, away = _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s,
+                                            away, FALSE)
+                if k_star < 0:
+                    return b, True, n_hits
+            # the block moves by gamma (D, dq), the weights by -gamma / (lambda n) (X_i^T D (+) dq)
+            step = -gamma / lam_n
+            if sparse_steps:
+                for e in range(n_s):
+                    M[t0 + rows[e], cols[e]] += gamma * vals[e]
+                for e in range(n_q):
+                    Q[i, q_index[e]] += gamma * q_vals[e]
+            else:
+                for t in range(T):
+                    for c in range(C):
+                        M[t0 + t, c] += gamma * D[t, c]
+                for j in range(p):
+                    Q[i, j] += gamma * dq[j]
+            if soft:
+                _move_gathered(touched_row, touched_col, direction, m, gamma, kappa, W, theta, Wc,
+                               theta_c)
+            elif sparse_steps:
+                for e in range(n_q):
+                    theta[q_index[e]] += step * q_vals[e]
+                add_entries_outer(indptr, indices, data, t0, rows, cols, vals, n_s, step, W)
+            else:
+                for j in range(p):
+                    theta[j] += step * dq[j]
+                add_outer_into(indptr, indices, data, t0, t0 + T, D, step, W)
+            if bounded:
+                clip_rows(indptr, indices, t0, t0 + T, W, lower_W, upper_W, Wc)
+                for j in range(p):
+                    theta_c[j] = min(max(theta[j], lower_theta[j]), upper_theta[j])
+            ell_blocks[i] += gamma * dl
+            if averaging:
+                k = float(step0 + b + 1)
+                weight = (k - 1.0) * k / 2.0 * gamma
+                for t in range(T):
+                    for c in range(C):
+                        VM[t0 + t, c] += weight * D[t, c]
+                for j in range(p):
+                    VQ[i, j] += weight * dq[j]
+                Vell[i] += weight * dl
+            if not keep_atoms:
+                continue
+            # the atoms' weights follow the step (spec 002 §4, §10.3 pitfall 3); atoms whose
+            # weight reaches 0 stay as cached corners with a cache, else they are dropped
+            if replace:  # the corner takes the slot, and the weight, of the dropped atom
+                atom_y[n0:n1, k_star] = ys
+                dropped = NONE
+            elif pairwise:
+                atom_w[i, k_star] += gamma
+                atom_w[i, away] -= gamma
+                dropped = away if gamma >= gamma_max else -1
+            elif away_step:  # alpha <- (1 + gamma) alpha - gamma e_{y_a}
+                for k in range(atom_n[i]):
+                    atom_w[i, k] *= 1.0 + gamma
+                atom_w[i, away] -= gamma
+                dropped = away if gamma >= gamma_max else -1
+            else:  # alpha <- (1 - gamma) alpha + gamma e_{y*}; gamma = 1 collapses onto y*
+                for k in range(atom_n[i]):
+                    atom_w[i, k] = 0.0 if gamma >= 1.0 else atom_w[i, k] * (1.0 - gamma)
+                atom_w[i, k_star] = 1.0 if gamma >= 1.0 else atom_w[i, k_star] + gamma
+                dropped = NONE
+                if gamma >= 1.0 and not use_cache:
+                    atom_y[n0:n1, 0] = ys
+                    atom_w[i, 0] = 1.0
+                    for k in range(1, atom_n[i]):
+                        atom_w[i, k] = 0.0
+                    atom_n[i] = 1
+            if dropped >= 0:
+                atom_w[i, dropped] = 0.0
+                if not use_cache:
+                    _remove_atom(atom_y, atom_w, atom_n, i, n0, n1, dropped)
+        return n_steps, False, n_hits
+
+    return bcfw_pass
 
 
 @njit(cache=True, nogil=True)

@@ -237,13 +237,12 @@ def multilabel_unary(U, y_true, augment, node):
             node[k, 1 - y_true[k]] += 1.0 / K
 
 
-@njit(cache=True, nogil=True)
-def oracle(kind, U, theta, y_true, losses, augment, edges, parent, order, y_out, work):
+def _oracle(kind, U, theta, y_true, losses, augment, edges, parent, order, y_out, work):
     """Best labeling of one example; with ``augment`` the loss-augmented one.
 
     Returns the value ``<U, S(y)> + <theta, q(y)> (+ loss(y_true, y))`` of the labeling written
-    to ``y_out``. ``work`` is a scratch buffer of ``oracle_work_size`` floats, so that hot loops do not
-    allocate.
+    to ``y_out``. ``work`` is a scratch buffer of ``oracle_work_size`` floats, so that hot loops
+    do not allocate.
     """
     T = U.shape[0]
     C = U.shape[1]
@@ -313,6 +312,12 @@ def oracle(kind, U, theta, y_true, losses, augment, edges, parent, order, y_out,
             for k in range(K):
                 y_out[k] = (mask >> k) & 1
     return best
+
+
+oracle = njit(cache=True, nogil=True)(_oracle)
+#: the same oracle inlined into kernels compiled for one structure kind (a closure constant):
+#: numba then prunes the other kinds' branches, so a chain fit compiles no tree max-product
+oracle_one_kind = njit(nogil=True, inline="always")(_oracle)
 
 
 @njit(cache=True, nogil=True)
