@@ -7,7 +7,8 @@ import pytest
 from scipy.special import logsumexp
 
 from sklearn_ssvm.marginals import (
-    BestOfMAP, BruteForceMAP, GraphCutMAP, ICMMAP, MILPMAP, AutoMAP, PairwiseMRF, TreeMAP,
+    AlphaExpansionMAP, BestOfMAP, BruteForceMAP, GraphCutMAP, ICMMAP, MILPMAP, AutoMAP,
+    MaxProductMAP, PairwiseMRF, TreeMAP,
     TRWBarrierFW, TRWFrankWolfe, TRWLocalPolytope, brute_force_marginals, edge_mutual_information,
     entropy_coefficients, frank_wolfe_trw, grid_edges, grid_marginals, initial_rho,
     marginal_error, max_weight_spanning_tree, random_complete_graph, random_grid, random_rbm,
@@ -231,6 +232,93 @@ def test_icm_is_local_optimum():
             y[i] = s
             assert mrf.score(y, pot) <= r.value + 1e-9
     assert BestOfMAP([ICMMAP(), BruteForceMAP()])(mrf, pot).value >= r.value
+
+
+def test_max_product_exact_on_forests_never_above_the_optimum():
+    """Loopy max-product is exact on forests (random potentials: no ties); TRW and loopy
+    max-product on 3x3 grids and loopy graphs of 10 nodes with 2-4 states are never above the
+    brute-force optimum and never below ICM from their own decoding (they end with it)."""
+    rng = np.random.default_rng(7)
+    forest = np.array([(0, 1), (2, 1), (1, 3), (4, 3), (5, 6), (6, 7)])
+    for _ in range(4):
+        mrf = random_mrf(rng, 8, forest, max_states=4, scale=2.0)
+        pot = rng.normal(0, 2, mrf.dim)
+        bf = BruteForceMAP()(mrf, pot)
+        r = MaxProductMAP(rho="loopy", damping=0.0)(mrf, pot)
+        assert not r.exact and np.isclose(r.value, bf.value)
+        # the max-beliefs alone decode the optimum (no ICM), each block's maximum is 0
+        beliefs = np.empty(mrf.dim)
+        K.trw_max_product(pot, np.ones(mrf.n_edges), mrf.node_offsets, mrf.edges,
+                          mrf.edge_offsets, mrf.n_states, mrf._inc_ptr, mrf._inc_edge,
+                          mrf._inc_other, mrf._inc_first,
+                          np.zeros((2 * mrf.n_edges, 4)), 0.0, 1e-12, 100, beliefs)
+        blocks = [beliefs[mrf.node_offsets[i]:mrf.node_offsets[i + 1]] for i in range(8)]
+        np.testing.assert_array_equal([np.argmax(b) for b in blocks], bf.assignment)
+        assert all(np.max(b) == 0.0 for b in blocks)
+    for edges in (grid_edges(3, 3), loopy_edges(10)):
+        for rho in ("uniform", "loopy"):
+            mrf = random_mrf(rng, int(edges.max()) + 1, edges, max_states=4, scale=2.0)
+            pot = rng.normal(0, 2, mrf.dim)
+            best = BruteForceMAP()(mrf, pot).value
+            r = MaxProductMAP(rho=rho)(mrf, pot)
+            assert r.value <= best + 1e-9
+            for i in range(mrf.n_nodes):  # an ICM fixed point
+                for s in range(mrf.n_states[i]):
+                    y = r.assignment.copy()
+                    y[i] = s
+                    assert mrf.score(y, pot) <= r.value + 1e-9
+            init = BruteForceMAP()(mrf, pot).assignment
+            assert np.isclose(MaxProductMAP(rho=rho)(mrf, pot, init=init).value, best)
+
+
+def potts_model(rng, n_nodes, edges, n_states):
+    """Energies ``D_i(x) >= 0`` and Potts terms ``w_ab [x_a != x_b]``, ``w >= 0``, as scores
+    (their negatives), with the energy of an assignment."""
+    D = rng.uniform(0, 2, (n_nodes, n_states))
+    w = rng.uniform(0, 2, len(edges))
+    tables = [-wi * (1.0 - np.eye(n_states)) for wi in w]
+    mrf = PairwiseMRF(np.full(n_nodes, n_states), edges, list(-D), tables)
+    return mrf, mrf.theta
+
+
+def test_alpha_expansion_within_its_bound():
+    """Potts models: never above the optimum, at least its start, no expansion move improves
+    the result (enumerated), and within the known bound E(result) <= 2 E(optimum) of Boykov,
+    Veksler & Zabih (2001, Thm. 6.1), on 3x3 grids and loopy graphs of 8-10 nodes with 3-4
+    states; exact with two states from the all-zero start (the first move spans every
+    labeling)."""
+    pytest.importorskip("maxflow")
+    rng = np.random.default_rng(5)
+    for edges, n_states in [(grid_edges(3, 3), 3), (loopy_edges(10), 3), (loopy_edges(8), 4),
+                            (grid_edges(3, 3), 2)]:
+        for _ in range(3):
+            mrf, pot = potts_model(rng, int(edges.max()) + 1, edges, n_states)
+            best = BruteForceMAP()(mrf, pot).value
+            start = np.zeros(mrf.n_nodes, dtype=np.int64)
+            r = AlphaExpansionMAP()(mrf, pot, init=start)
+            assert not r.exact
+            assert mrf.score(start, pot) - 1e-9 <= r.value <= best + 1e-9
+            assert -r.value <= 2.0 * -best + 1e-9
+            for label in range(n_states):
+                for switch in itertools.product([False, True], repeat=mrf.n_nodes):
+                    moved = np.where(switch, label, r.assignment)
+                    assert mrf.score(moved, pot) <= r.value + 1e-9
+            if n_states == 2:
+                assert np.isclose(r.value, best)
+
+
+def test_alpha_expansion_on_general_models():
+    """Non-Potts tables (truncated moves): the score never falls below the start's and never
+    exceeds the optimum."""
+    pytest.importorskip("maxflow")
+    rng = np.random.default_rng(6)
+    for _ in range(4):
+        mrf = random_mrf(rng, 7, loopy_edges(7), max_states=4, scale=2.0)
+        pot = rng.normal(0, 2, mrf.dim)
+        start = ICMMAP()(mrf, pot).assignment
+        r = AlphaExpansionMAP()(mrf, pot, init=start)
+        assert mrf.score(start, pot) - 1e-9 <= r.value
+        assert r.value <= BruteForceMAP()(mrf, pot).value + 1e-9
 
 
 # -- objective ----------------------------------------------------------------------------------

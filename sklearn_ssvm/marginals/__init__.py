@@ -8,8 +8,8 @@ local-polytope (TRBP) baseline.
 from ._estimator import TRWBarrierFW, TRWLocalPolytope
 from ._exact import brute_force_marginals, grid_marginals, marginal_error
 from ._mrf import PairwiseMRF, grid_edges, random_complete_graph, random_grid, random_rbm
-from ._oracles import (AutoMAP, BestOfMAP, BruteForceMAP, GraphCutMAP, ICMMAP, MAPResult,
-                       MILPMAP, TreeMAP)
+from ._oracles import (AlphaExpansionMAP, AutoMAP, BestOfMAP, BruteForceMAP, GraphCutMAP, ICMMAP,
+                       MAPResult, MaxProductMAP, MILPMAP, TreeMAP)
 from ._solvers import (TRWFrankWolfe, frank_wolfe_trw, initial_rho, rescale_weights,
                        trw_barrier_fw, trw_local_polytope, update_delta)
 from ._spanning import (edge_mutual_information, entropy_coefficients, matrix_tree_rho,
@@ -18,7 +18,8 @@ from ._spanning import (edge_mutual_information, entropy_coefficients, matrix_tr
 __all__ = ["PairwiseMRF", "TRWBarrierFW", "TRWLocalPolytope", "TRWFrankWolfe",
            "frank_wolfe_trw", "trw_barrier_fw", "trw_local_polytope", "initial_rho",
            "update_delta", "rescale_weights",
-           "MAPResult", "AutoMAP", "BestOfMAP", "BruteForceMAP", "GraphCutMAP", "ICMMAP",
+           "MAPResult", "AlphaExpansionMAP", "AutoMAP", "BestOfMAP", "BruteForceMAP",
+           "GraphCutMAP", "ICMMAP", "MaxProductMAP",
            "MILPMAP", "TreeMAP",
            "brute_force_marginals", "grid_marginals", "marginal_error",
            "grid_edges", "random_complete_graph", "random_grid", "random_rbm",

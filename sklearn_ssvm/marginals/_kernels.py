@@ -414,106 +414,136 @@ def _lse_normalise(v, n):
 
 
 @njit(cache=True, nogil=True)
-def trbp(theta, rho, node_off, edges, edge_off, n_states, inc_ptr, inc_edge, inc_other,
-         inc_first, logm, damping, tol, max_iter, mu):
-    """Tree-reweighted belief propagation (Wainwright, Jaakkola & Willsky 2005), log domain.
+def _normalise(v, n, max_product):
+    """Shift log values to maximum 0 (max-product) or log-sum 0 (sum-product)."""
+    if not max_product:
+        _lse_normalise(v, n)
+        return
+    m = -np.inf
+    for s in range(n):
+        if v[s] > m:
+            m = v[s]
+    for s in range(n):
+        v[s] -= m
 
-    Log messages live in ``logm`` of shape ``(2 E, S_max)``: for edge ``e = (a, b)`` row ``2 e``
-    is the message ``b -> a`` and row ``2 e + 1`` the message ``a -> b``; updated in place (warm
-    start). Update (log domain, then normalised and damped)::
 
-        log m_{t->s}(x_s) = lse_{x_t} [theta_st(x_s, x_t) / rho_st + theta_t(x_t)
-                                       + sum_{v in N(t)} rho_vt log m_{v->t}(x_t) - log m_{s->t}(x_t)]
+def tree_reweighted_messages(max_product):
+    """Tree-reweighted message passing (Wainwright, Jaakkola & Willsky 2005), log domain,
+    compiled for one semiring: sum-product (``max_product=False``: TRBP, pseudo-marginals) or
+    max-product (TRW max-product; loopy max-product when every ``rho`` is 1), the semiring a
+    closure constant as in ``sklearn_ssvm._kernels.chain.chain_recursion``.
 
-    At a fixed point the pseudo-marginals ``mu`` (written at the end, flat layout) maximise TRW
-    over the local polytope.
+    The returned kernel ``run(theta, rho, node_off, edges, edge_off, n_states, inc_ptr, inc_edge,
+    inc_other, inc_first, logm, damping, tol, max_iter, mu)`` keeps log messages in ``logm`` of
+    shape ``(2 E, S_max)``: for edge ``e = (a, b)`` row ``2 e`` is the message ``b -> a`` and
+    row ``2 e + 1`` the message ``a -> b``; updated in place (warm start). Update (log domain,
+    then normalised and damped; ``(+)`` is log-sum-exp or max)::
 
-    Returns
-    -------
-    n_iter : int
-    delta : float
-        Largest change of a log message in the last sweep.
+        log m_{t->s}(x_s) = (+)_{x_t} [theta_st(x_s, x_t) / rho_st + theta_t(x_t)
+                                      + sum_{v in N(t)} rho_vt log m_{v->t}(x_t)
+                                      - log m_{s->t}(x_t)]
+
+    Sum-product writes the pseudo-marginals to ``mu`` (flat layout): at a fixed point they
+    maximise TRW over the local polytope. Max-product writes the log max-beliefs instead, each
+    block shifted to maximum 0 (a node's best state has belief 0). Returns ``(n_iter, delta)``,
+    the sweeps made and the largest change of a log message in the last one.
     """
-    N = n_states.shape[0]
-    E = edges.shape[0]
-    S = 0
-    for i in range(N):
-        S = max(S, n_states[i])
-    tot = np.empty((N, S))  # theta_t + sum_v rho_vt log m_{v->t}
-    tmp = np.empty(S)
-    new = np.empty(S)
-    for t in range(N):
-        for s in range(n_states[t]):
-            tot[t, s] = theta[node_off[t] + s]
-        for k in range(inc_ptr[t], inc_ptr[t + 1]):
-            e = inc_edge[k]
-            side = 0 if inc_first[k] else 1
+    @njit(cache=True, nogil=True)
+    def run(theta, rho, node_off, edges, edge_off, n_states, inc_ptr, inc_edge, inc_other,
+            inc_first, logm, damping, tol, max_iter, mu):
+        N = n_states.shape[0]
+        E = edges.shape[0]
+        S = 0
+        for i in range(N):
+            S = max(S, n_states[i])
+        tot = np.empty((N, S))  # theta_t + sum_v rho_vt log m_{v->t}
+        tmp = np.empty(S)
+        new = np.empty(S)
+        for t in range(N):
             for s in range(n_states[t]):
-                tot[t, s] += rho[e] * logm[2 * e + side, s]
-    change = 0.0
-    it = 0
-    for it in range(1, max_iter + 1):
+                tot[t, s] = theta[node_off[t] + s]
+            for k in range(inc_ptr[t], inc_ptr[t + 1]):
+                e = inc_edge[k]
+                side = 0 if inc_first[k] else 1
+                for s in range(n_states[t]):
+                    tot[t, s] += rho[e] * logm[2 * e + side, s]
         change = 0.0
-        for e in range(E):
-            for side in range(2):
-                # side 1: message a -> b (into b); side 0: b -> a (into a)
-                if side == 1:
-                    t = edges[e, 0]
-                    s_ = edges[e, 1]
-                else:
-                    t = edges[e, 1]
-                    s_ = edges[e, 0]
-                rback = 1 - side  # index of the message s -> t
-                St = n_states[t]
-                Ss = n_states[s_]
-                for xs in range(Ss):
-                    m = -np.inf
-                    for xt in range(St):
-                        if side == 1:
-                            pe = theta[edge_off[e] + xt * Ss + xs]
+        it = 0
+        for it in range(1, max_iter + 1):
+            change = 0.0
+            for e in range(E):
+                for side in range(2):
+                    # side 1: message a -> b (into b); side 0: b -> a (into a)
+                    if side == 1:
+                        t = edges[e, 0]
+                        s_ = edges[e, 1]
+                    else:
+                        t = edges[e, 1]
+                        s_ = edges[e, 0]
+                    rback = 1 - side  # index of the message s -> t
+                    St = n_states[t]
+                    Ss = n_states[s_]
+                    for xs in range(Ss):
+                        m = -np.inf
+                        for xt in range(St):
+                            if side == 1:
+                                pe = theta[edge_off[e] + xt * Ss + xs]
+                            else:
+                                pe = theta[edge_off[e] + xs * St + xt]
+                            tmp[xt] = pe / rho[e] + tot[t, xt] - logm[2 * e + rback, xt]
+                            if tmp[xt] > m:
+                                m = tmp[xt]
+                        if max_product:
+                            new[xs] = m
                         else:
-                            pe = theta[edge_off[e] + xs * St + xt]
-                        tmp[xt] = pe / rho[e] + tot[t, xt] - logm[2 * e + rback, xt]
-                        if tmp[xt] > m:
-                            m = tmp[xt]
-                    acc = 0.0
-                    for xt in range(St):
-                        acc += np.exp(tmp[xt] - m)
-                    new[xs] = m + np.log(acc)
-                _lse_normalise(new, Ss)
-                for xs in range(Ss):
-                    val = (1.0 - damping) * new[xs] + damping * logm[2 * e + side, xs]
-                    diff = val - logm[2 * e + side, xs]
-                    if abs(diff) > change:
-                        change = abs(diff)
-                    tot[s_, xs] += rho[e] * diff
-                    logm[2 * e + side, xs] = val
-        if change < tol:
-            break
-    # beliefs
-    for t in range(N):
-        for s in range(n_states[t]):
-            tmp[s] = tot[t, s]
-        _lse_normalise(tmp, n_states[t])
-        for s in range(n_states[t]):
-            mu[node_off[t] + s] = np.exp(tmp[s])
-    for e in range(E):
-        a = edges[e, 0]
-        b = edges[e, 1]
-        Sa = n_states[a]
-        Sb = n_states[b]
-        m = -np.inf
-        for xa in range(Sa):
-            for xb in range(Sb):
-                v = (theta[edge_off[e] + xa * Sb + xb] / rho[e]
-                     + tot[a, xa] - logm[2 * e + 0, xa] + tot[b, xb] - logm[2 * e + 1, xb])
-                mu[edge_off[e] + xa * Sb + xb] = v
-                if v > m:
-                    m = v
-        acc = 0.0
-        for k in range(Sa * Sb):
-            acc += np.exp(mu[edge_off[e] + k] - m)
-        c = m + np.log(acc)
-        for k in range(Sa * Sb):
-            mu[edge_off[e] + k] = np.exp(mu[edge_off[e] + k] - c)
-    return it, change
+                            acc = 0.0
+                            for xt in range(St):
+                                acc += np.exp(tmp[xt] - m)
+                            new[xs] = m + np.log(acc)
+                    _normalise(new, Ss, max_product)
+                    for xs in range(Ss):
+                        val = (1.0 - damping) * new[xs] + damping * logm[2 * e + side, xs]
+                        diff = val - logm[2 * e + side, xs]
+                        if abs(diff) > change:
+                            change = abs(diff)
+                        tot[s_, xs] += rho[e] * diff
+                        logm[2 * e + side, xs] = val
+            if change < tol:
+                break
+        # beliefs
+        for t in range(N):
+            for s in range(n_states[t]):
+                tmp[s] = tot[t, s]
+            _normalise(tmp, n_states[t], max_product)
+            for s in range(n_states[t]):
+                mu[node_off[t] + s] = tmp[s] if max_product else np.exp(tmp[s])
+        for e in range(E):
+            a = edges[e, 0]
+            b = edges[e, 1]
+            Sa = n_states[a]
+            Sb = n_states[b]
+            m = -np.inf
+            for xa in range(Sa):
+                for xb in range(Sb):
+                    v = (theta[edge_off[e] + xa * Sb + xb] / rho[e]
+                         + tot[a, xa] - logm[2 * e + 0, xa] + tot[b, xb] - logm[2 * e + 1, xb])
+                    mu[edge_off[e] + xa * Sb + xb] = v
+                    if v > m:
+                        m = v
+            if max_product:
+                for k in range(Sa * Sb):
+                    mu[edge_off[e] + k] -= m
+            else:
+                acc = 0.0
+                for k in range(Sa * Sb):
+                    acc += np.exp(mu[edge_off[e] + k] - m)
+                c = m + np.log(acc)
+                for k in range(Sa * Sb):
+                    mu[edge_off[e] + k] = np.exp(mu[edge_off[e] + k] - c)
+        return it, change
+
+    return run
+
+
+trbp = tree_reweighted_messages(False)
+trw_max_product = tree_reweighted_messages(True)

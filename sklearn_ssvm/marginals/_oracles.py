@@ -11,7 +11,8 @@ certified bound ``kappa >= max_x <potentials, vertex(x)>`` when the solver has o
 
 Exact: ``BruteForceMAP`` (small models), ``TreeMAP`` (forests), ``GraphCutMAP`` (binary submodular
 models, PyMaxflow), ``MILPMAP`` (integer programming with HiGHS), ``AutoMAP`` (picks one of
-these). Approximate: ``ICMMAP``. ``BestOfMAP`` keeps the best of several.
+these). Approximate: ``ICMMAP``, ``MaxProductMAP`` (TRW or loopy max-product),
+``AlphaExpansionMAP`` (graph-cut moves, PyMaxflow). ``BestOfMAP`` keeps the best of several.
 """
 from collections import namedtuple
 
@@ -19,8 +20,8 @@ import numpy as np
 
 from . import _kernels as K
 
-__all__ = ["MAPResult", "BruteForceMAP", "TreeMAP", "ICMMAP", "GraphCutMAP", "MILPMAP",
-           "BestOfMAP", "AutoMAP", "check_map_oracle"]
+__all__ = ["MAPResult", "BruteForceMAP", "TreeMAP", "ICMMAP", "MaxProductMAP", "AlphaExpansionMAP",
+           "GraphCutMAP", "MILPMAP", "BestOfMAP", "AutoMAP", "check_map_oracle"]
 
 MAPResult = namedtuple("MAPResult", ["assignment", "value", "upper_bound", "exact"])
 MAPResult.__doc__ = """Result of a MAP call.
@@ -208,6 +209,130 @@ class ICMMAP(_Oracle):
             if v > best_val:
                 best, best_val = x, v
         return self._result(mrf, pot, best, False)
+
+
+class MaxProductMAP(_Oracle):
+    """Approximate MAP by tree-reweighted max-product message passing (Wainwright, Jaakkola &
+    Willsky 2005), decoded from the max-beliefs and polished by ICM; a MAP oracle of spec 004
+    §2.2.
+
+    With ``rho="loopy"`` (every edge weight 1) it is loopy max-product, exact on forests (the
+    max-beliefs are then the max-marginals; ties aside). The default weights are the edge
+    appearance probabilities of the uniform distribution over spanning trees (TRW
+    max-product). The decoded labeling is improved by ICM and by the ``init`` labeling when
+    one is given; ``exact`` is False (no certificate).
+
+    Parameters
+    ----------
+    rho : {"uniform", "loopy"} or array_like of shape (n_edges,), default="uniform"
+        Edge weights: spanning-tree appearance probabilities, ones, or given ones in (0, 1].
+    damping : float, default=0.5
+        Weight of the old log message, in ``[0, 1)``.
+    max_iter : int, default=200
+        Sweeps over the edges.
+    tol : float, default=1e-9
+        Largest change of a log message at convergence.
+    """
+
+    def __init__(self, rho="uniform", damping=0.5, max_iter=200, tol=1e-9):
+        self.rho = rho
+        self.damping = damping
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _weights(self, mrf):
+        if isinstance(self.rho, str) and self.rho == "loopy":
+            return np.ones(mrf.n_edges)
+        from ._solvers import initial_rho  # the solvers import this module
+        return np.maximum(initial_rho(mrf, self.rho), 1e-12)
+
+    def __call__(self, mrf, potentials, init=None):
+        pot = _check_potentials(mrf, potentials)
+        if not 0 <= self.damping < 1:
+            raise ValueError(f"damping must be in [0, 1), got {self.damping!r}.")
+        logm = np.zeros((2 * mrf.n_edges, int(mrf.n_states.max())))
+        beliefs = np.empty(mrf.dim)
+        K.trw_max_product(pot, self._weights(mrf), mrf.node_offsets, mrf.edges, mrf.edge_offsets,
+                          mrf.n_states, mrf._inc_ptr, mrf._inc_edge, mrf._inc_other,
+                          mrf._inc_first, logm, float(self.damping), float(self.tol),
+                          int(self.max_iter), beliefs)
+        x = np.array([np.argmax(beliefs[mrf.node_offsets[i]:mrf.node_offsets[i + 1]])
+                      for i in range(mrf.n_nodes)], dtype=np.int64)
+        starts = [x] if init is None else [x, mrf.check_assignment(init).copy()]
+        best, best_value = None, -np.inf
+        for y in starts:
+            K.icm(pot, y, mrf.node_offsets, mrf.edge_offsets, mrf.n_states, mrf._inc_ptr,
+                  mrf._inc_edge, mrf._inc_other, mrf._inc_first, 100)
+            value = mrf.score(y, pot)
+            if value > best_value:
+                best, best_value = y, value
+        return self._result(mrf, pot, best, False)
+
+
+class AlphaExpansionMAP(_Oracle):
+    """Approximate MAP of multi-state models by alpha-expansion moves, each one minimum cut
+    (Boykov, Veksler & Zabih 2001, "Fast approximate energy minimization via graph cuts"; a MAP
+    oracle of spec 004 §2.2; needs PyMaxflow).
+
+    A move for label ``a`` lets every node keep its label or switch to ``a``: a binary model
+    whose edge tables are solved by ``structures.graph.graphcut_map``. The moves cycle over the
+    labels until none improves the score. For Potts-like models (edge scores rewarding equal
+    labels, the negated energies of a metric) every move is submodular and the result is
+    within the known bound: with energies ``E = -score`` split into non-negative node and
+    Potts edge terms, ``E(result) <= 2 E(optimum)``. A move table that is not submodular is
+    truncated by lowering its mixed entries (``p01``, ``p10``) until it is: the truncated move
+    then under-estimates every switch and scores the current labeling exactly, so no accepted
+    move lowers the true score. ``exact`` is False (two labels and submodular edges:
+    ``GraphCutMAP`` is exact).
+
+    Parameters
+    ----------
+    max_cycles : int, default=20
+        Largest number of passes over the labels.
+    """
+
+    def __init__(self, max_cycles=20):
+        self.max_cycles = max_cycles
+
+    def __call__(self, mrf, potentials, init=None):
+        from ..structures.graph import graphcut_map
+        pot = _check_potentials(mrf, potentials)
+        unary, pair = mrf.padded_tables(pot, fill=-np.inf)
+        n_states = mrf.n_states
+        nodes = np.arange(mrf.n_nodes)
+        if init is None:
+            x = np.argmax(unary, axis=1).astype(np.int64)
+        else:
+            x = mrf.check_assignment(init).copy()
+        a_end, b_end = mrf.edges[:, 0], mrf.edges[:, 1]
+        value = mrf.score(x, pot)
+        for _ in range(self.max_cycles):
+            improved = False
+            for label in range(int(n_states.max())):
+                can = n_states > label  # nodes that have the label
+                move_unary = np.stack([unary[nodes, x], np.where(can, unary[:, label],
+                                                                 unary[nodes, x])], axis=1)
+                target_a = np.where(can[a_end], label, x[a_end])
+                target_b = np.where(can[b_end], label, x[b_end])
+                tables = np.empty((mrf.n_edges, 2, 2))
+                tables[:, 0, 0] = pair[np.arange(mrf.n_edges), x[a_end], x[b_end]]
+                tables[:, 0, 1] = pair[np.arange(mrf.n_edges), x[a_end], target_b]
+                tables[:, 1, 0] = pair[np.arange(mrf.n_edges), target_a, x[b_end]]
+                tables[:, 1, 1] = pair[np.arange(mrf.n_edges), target_a, target_b]
+                excess = tables[:, 0, 1] + tables[:, 1, 0] - tables[:, 0, 0] - tables[:, 1, 1]
+                cut = np.maximum(excess, 0.0) / 2.0  # truncation: lower the mixed entries
+                tables[:, 0, 1] -= cut
+                tables[:, 1, 0] -= cut
+                allowed = np.ones((mrf.n_nodes, 2), dtype=bool)
+                allowed[:, 1] = can & (x != label)
+                move, _ = graphcut_map(move_unary, mrf.edges, tables, allowed)
+                candidate = np.where(move == 1, label, x)
+                new_value = mrf.score(candidate, pot)
+                if new_value > value + 1e-12 * max(1.0, abs(value)):
+                    x, value, improved = candidate, new_value, True
+            if not improved:
+                break
+        return self._result(mrf, pot, x, False)
 
 
 class GraphCutMAP(_Oracle):
@@ -406,12 +531,14 @@ class AutoMAP(_Oracle):
 
 
 _NAMES = {"auto": AutoMAP, "brute_force": BruteForceMAP, "tree": TreeMAP, "icm": ICMMAP,
-          "graphcut": GraphCutMAP, "milp": MILPMAP}
+          "max_product": MaxProductMAP, "expansion": AlphaExpansionMAP, "graphcut": GraphCutMAP,
+          "milp": MILPMAP}
 
 
 def check_map_oracle(map_oracle):
     """An oracle from a name (``"auto"``, ``"brute_force"``, ``"tree"``, ``"icm"``,
-    ``"graphcut"``, ``"milp"``) or a callable following the protocol."""
+    ``"max_product"``, ``"expansion"``, ``"graphcut"``, ``"milp"``) or a callable following the
+    protocol."""
     if isinstance(map_oracle, str):
         if map_oracle not in _NAMES:
             raise ValueError(f"Unknown map_oracle {map_oracle!r}; expected one of "
