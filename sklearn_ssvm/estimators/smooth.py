@@ -397,8 +397,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
                                    tol=self.tol, warmup=warmup, **common)
 
     def _solve(self, problem, alpha, previous, callback=None, raw=None):
-        weighted = np.any(problem.sample_weight != 1.0)
-        if weighted and (self.feature_map is not None or self.solver == "agm"):
+        if problem.weighted and (self.feature_map is not None or self.solver == "agm"):
             raise ValueError("sample_weight needs solver='casimir-svrg', 'svrg' or 'sgd' and "
                              "linear scores (no feature_map).")
         if self.early_stopping is True and not self._stochastic():

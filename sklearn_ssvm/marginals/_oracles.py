@@ -61,6 +61,12 @@ def _check_potentials(mrf, potentials):
     return pot
 
 
+def _best_states(mrf, vec):
+    """Each node's highest-scoring state in the node blocks of a flat vector."""
+    return np.array([np.argmax(vec[mrf.node_offsets[i]:mrf.node_offsets[i + 1]])
+                     for i in range(mrf.n_nodes)], dtype=np.int64)
+
+
 class _Oracle:
     """Shared helpers; subclasses implement ``__call__``."""
 
@@ -192,8 +198,7 @@ class ICMMAP(_Oracle):
     def __call__(self, mrf, potentials, init=None):
         pot = _check_potentials(mrf, potentials)
         if init is None:
-            starts = [np.array([np.argmax(pot[mrf.node_offsets[i]:mrf.node_offsets[i + 1]])
-                                for i in range(mrf.n_nodes)], dtype=np.int64)]
+            starts = [_best_states(mrf, pot)]
         else:
             starts = [mrf.check_assignment(init).copy()]
         if self.n_restarts:
@@ -256,17 +261,9 @@ class MaxProductMAP(_Oracle):
                           mrf.n_states, mrf._inc_ptr, mrf._inc_edge, mrf._inc_other,
                           mrf._inc_first, logm, float(self.damping), float(self.tol),
                           int(self.max_iter), beliefs)
-        x = np.array([np.argmax(beliefs[mrf.node_offsets[i]:mrf.node_offsets[i + 1]])
-                      for i in range(mrf.n_nodes)], dtype=np.int64)
-        starts = [x] if init is None else [x, mrf.check_assignment(init).copy()]
-        best, best_value = None, -np.inf
-        for y in starts:
-            K.icm(pot, y, mrf.node_offsets, mrf.edge_offsets, mrf.n_states, mrf._inc_ptr,
-                  mrf._inc_edge, mrf._inc_other, mrf._inc_first, 100)
-            value = mrf.score(y, pot)
-            if value > best_value:
-                best, best_value = y, value
-        return self._result(mrf, pot, best, False)
+        starts = [_best_states(mrf, beliefs)] + ([] if init is None else [init])
+        best = max((ICMMAP()(mrf, pot, init=x) for x in starts), key=lambda r: r.value)
+        return self._result(mrf, pot, best.assignment, False)
 
 
 class AlphaExpansionMAP(_Oracle):
@@ -300,10 +297,7 @@ class AlphaExpansionMAP(_Oracle):
         unary, pair = mrf.padded_tables(pot, fill=-np.inf)
         n_states = mrf.n_states
         nodes = np.arange(mrf.n_nodes)
-        if init is None:
-            x = np.argmax(unary, axis=1).astype(np.int64)
-        else:
-            x = mrf.check_assignment(init).copy()
+        x = _best_states(mrf, pot) if init is None else mrf.check_assignment(init).copy()
         a_end, b_end = mrf.edges[:, 0], mrf.edges[:, 1]
         value = mrf.score(x, pot)
         for _ in range(self.max_cycles):
@@ -426,8 +420,7 @@ class MILPMAP(_Oracle):
                    options=options)
         if res.x is None:
             raise RuntimeError(f"MILPMAP: HiGHS found no solution ({res.message}).")
-        y = np.array([np.argmax(res.x[mrf.node_offsets[i]:mrf.node_offsets[i + 1]])
-                      for i in range(mrf.n_nodes)], dtype=np.int64)
+        y = _best_states(mrf, res.x)
         optimal = res.status == 0
         result = self._result(mrf, pot, y, bool(optimal))
         dual = getattr(res, "mip_dual_bound", None)

@@ -245,7 +245,7 @@ def certificate(problem, state, v, penalty, box=None):
     w = primal_point(v, penalty, box)
     _, values, true_scores, expected = problem.run_oracle(w, True, state.M, state.Q)
     block_gaps = (values - expected) / problem.block_n - state.ell_blocks
-    primal = penalty.value(w) + np.mean(problem.sample_weight * (values - true_scores))
+    primal = penalty.value(w) + problem.weighted_mean(values - true_scores)
     if box is None:
         dual = state.ell_blocks.sum() - penalty.conjugate(penalty.c * v)
     else:  # the L2 penalty restricted to the box

@@ -66,7 +66,7 @@ class ExampleWeights:
             The indices drawn.
         """
         n = self.n_samples
-        if np.all(self.sample_weight == 1.0):
+        if not self.weighted:
             return rng.integers(n, size=size)
         return rng.choice(n, size=size, p=self.sample_weight / n)
 
@@ -84,6 +84,11 @@ class ExampleWeights:
             ``mean_i w_i values[i]``.
         """
         return float(np.mean(self.sample_weight * values))
+
+    @property
+    def weighted(self):
+        """Whether any example's weight differs from 1."""
+        return bool(np.any(self.sample_weight != 1.0))
 
     @property
     def block_n(self):
