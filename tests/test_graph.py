@@ -443,6 +443,32 @@ def constrained_optimum(crf, X, Y, alpha):
     return res.fun
 
 
+@pytest.mark.parametrize("step, bounds", [("fw", None), ("pairwise", None),
+                                          ("pairwise", "positive_pairwise")])
+def test_bcfw_brackets_the_constrained_optimum(step, bounds):
+    """BCFW's dense pass with the projection onto the submodular cone (or the attractive box
+    inside it): the certified interval [dual, primal] holds the optimum of an independent
+    constrained solve, and every fitted table is submodular."""
+    from sklearn_ssvm import BCFWStructuredSVM
+    rng = np.random.default_rng(21)
+    X, Y = graph_dataset(rng)
+    alpha = 0.1
+    crf = BinaryGraphCRF().fit(X, Y)
+    f_star = constrained_optimum(crf, X, Y, alpha)
+    est = BCFWStructuredSVM(BinaryGraphCRF(), alpha=alpha, step=step, coef_bounds=bounds,
+                            tol=1e-3, max_iter=1000, random_state=0).fit(X, Y)
+    theta = est.coef_[-4:]
+    assert theta[0] + theta[3] >= theta[1] + theta[2] - 1e-12
+    if bounds:
+        assert theta[0] >= 0 and theta[3] >= 0 and theta[1] <= 0 and theta[2] <= 0
+    assert est.converged_ and est.gap_certified_
+    assert est.primal_objective(X, Y) == pytest.approx(est.primal_objective_)
+    assert est.dual_objective_ <= f_star + 1e-9 <= est.primal_objective_ + 2e-9 or bounds
+    assert est.dual_objective_ <= est.primal_objective_ <= est.dual_objective_ + 1e-3
+    if not bounds:  # the box is a subset of the cone: its optimum can only be higher
+        assert est.primal_objective_ - f_star < 1e-3
+
+
 @pytest.mark.parametrize("solver", ["casimir-svrg", "sgd"])
 def test_smooth_estimator_trains_to_the_constrained_optimum(solver):
     from sklearn_ssvm import SmoothSSVMClassifier
@@ -468,11 +494,11 @@ def test_smooth_estimator_trains_to_the_constrained_optimum(solver):
 
 
 def test_graph_crf_training_errors():
-    from sklearn_ssvm import BCFWStructuredSVM, SmoothSSVMClassifier
+    from sklearn_ssvm import BMRMStructuredSVM, SmoothSSVMClassifier
     rng = np.random.default_rng(22)
     X, Y = graph_dataset(rng, n=4)
-    with pytest.raises(ValueError, match="SmoothSSVMClassifier"):
-        BCFWStructuredSVM(BinaryGraphCRF()).fit(X, Y)
+    with pytest.raises(ValueError, match="keeps no constraint on coef"):
+        BMRMStructuredSVM(BinaryGraphCRF()).fit(X, Y)
     with pytest.raises(ValueError, match="SmoothSSVMClassifier"):
         SmoothSSVMClassifier(BinaryGraphCRF(), solver="agm", smoothing="entropy",
                              top_k=None).fit(X, Y)

@@ -48,3 +48,14 @@ def run_chunks(kernel, n, *args):
         futures = [pool.submit(kernel, *args, lo, hi) for lo, hi in zip(bounds, bounds[1:])]
         for future in futures:
             future.result()
+
+
+def thread_map(function, n):
+    """``[function(i) for i in range(n)]``, on the threads of ``use_threads`` when there are
+    several (for per-example Python oracles that release the GIL in their solvers: max-flow,
+    HiGHS, numba kernels)."""
+    threads = min(n_threads(), n)
+    if threads <= 1:
+        return [function(i) for i in range(n)]
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(function, range(n)))

@@ -8,11 +8,13 @@
   :func:`load_conll2000_chunking` -- CoNLL-2000 with its token features, from a directory.
 - :func:`make_chain_data` -- a synthetic sequence labelling problem.
 - :func:`make_hadamard_bmrm` -- the affine pieces of the worst-case risk for bundle methods.
+- :func:`make_snakes` -- grid images of snakes whose segments only pairwise terms can number
+  (for ``GraphCRF``).
 """
 
 from ._base import get_data_home, load_ocr_letters, load_scene, split_folds
 from ._conll import load_conll2000_chunking, read_conll
-from ._samples_generator import make_chain_data, make_hadamard_bmrm
+from ._samples_generator import make_chain_data, make_hadamard_bmrm, make_snakes
 
 __all__ = ["get_data_home", "load_conll2000_chunking", "load_ocr_letters", "load_scene", "read_conll",
-           "make_chain_data", "make_hadamard_bmrm", "split_folds"]
+           "make_chain_data", "make_hadamard_bmrm", "make_snakes", "split_folds"]

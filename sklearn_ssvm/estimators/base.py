@@ -14,15 +14,14 @@ from ..penalties import ElasticNet
 from ..solvers._common import interruptible
 from ..structures.base import StructuredModel
 from ..structures.graph import BinaryGraphCRF
+from ..structures.graph_crf import GraphCRF
 
 
 def training_key(problem, features=True):
     """A fingerprint of the training examples a warm start's solver state depends on: their
-    lengths, labels and sample weights, and their features unless ``features=False``."""
-    parts = (problem.tok_offsets, problem.node_offsets, problem.y, problem.sample_weight)
-    if features:
-        parts += (problem.indptr, problem.indices, problem.data)
-    return joblib.hash(parts)
+    lengths (graphs), labels and sample weights, and their features unless
+    ``features=False``."""
+    return joblib.hash(problem.training_parts(features))
 
 
 def n_examples(X):
@@ -82,7 +81,7 @@ class StructuredEstimator(BaseEstimator):
     """
 
     _parameter_constraints = {
-        "structure": [StructuredModel, BinaryGraphCRF],
+        "structure": [StructuredModel, BinaryGraphCRF, GraphCRF],
         "alpha": [Interval(Real, 0, None, closed="neither"), None],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -145,11 +144,12 @@ class StructuredEstimator(BaseEstimator):
         warm = self.warm_start and self._warm_startable()
         if warm:
             self._check_warm_start(structure)
-        if getattr(problem, "dense_oracles", False) and not self._takes_dense_oracles():
+        dense = getattr(problem, "dense_oracles", False)
+        if dense and not self._takes_dense_oracles():
             raise ValueError(f"{type(self).__name__} with these settings runs compiled oracles; "
-                             f"{type(structure).__name__} (graph cuts run from Python) trains "
-                             f"with SmoothSSVMClassifier(solver='casimir-svrg', 'svrg' or "
-                             f"'sgd').")
+                             f"{type(structure).__name__} (oracles run from Python per example) "
+                             f"trains with BCFWStructuredSVM, BMRMStructuredSVM or "
+                             f"SmoothSSVMClassifier(solver='casimir-svrg', 'svrg' or 'sgd').")
         alpha = self._default_alpha(problem) if self.alpha is None else float(self.alpha)
         with interruptible() as stopped:
             fitted = self._solve(problem, alpha, self if warm else None,
@@ -166,6 +166,14 @@ class StructuredEstimator(BaseEstimator):
         for name, value in fitted.items():
             setattr(self, name, value)
         self.n_nonzero_coef_ = int(np.count_nonzero(self.coef_))
+        # graph structures run exact or approximate oracles: only exact ones certify gaps
+        self.gap_certified_ = problem.certified if dense else True
+        self.oracle_calls_ = dict(problem.oracle_calls) if dense else None
+        if not self.gap_certified_:
+            warnings.warn(f"{type(self).__name__}: an approximate oracle ran "
+                          f"({self.oracle_calls_}), so the reported duality gap is a lower "
+                          f"estimate, not a certificate (gap_certified_ is False).",
+                          UserWarning)
         if interrupted:
             warn_interrupted(self)
         return self
@@ -188,7 +196,7 @@ class StructuredEstimator(BaseEstimator):
 
     def _takes_dense_oracles(self):
         """Whether the solver takes problems with Python oracles (``GraphProblem``)."""
-        return False
+        return True
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

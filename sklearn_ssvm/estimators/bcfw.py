@@ -206,10 +206,8 @@ class BCFWStructuredSVM(StructuredEstimator):
             if atoms is not None:
                 atoms = rescale_active_sets(problem, atoms, rho)
         bounds = self.coef_bounds
-        if isinstance(bounds, str):  # "positive_pairwise"
-            lower = np.full(problem.n_params, -np.inf)
-            lower[problem.n_features * problem.n_codes:] = 0.0
-            bounds = (lower, np.inf)
+        if isinstance(bounds, str):  # "positive_pairwise": the structure's attractive box
+            bounds = problem.pairwise_bounds()
         result = bcfw(problem, ElasticNet.from_alpha(alpha, self.l1_ratio),
                       max_iter=self.max_iter, tol=self.tol, gap_check=self.gap_check,
                       sampling=self.sampling, step=self.step, cache=self.cache,

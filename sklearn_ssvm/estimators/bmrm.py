@@ -90,6 +90,11 @@ class BMRMStructuredSVM(StructuredEstimator):
         return hasattr(self, "bundle_")
 
     def _solve(self, problem, alpha, previous):
+        if getattr(problem, "constrained", False):
+            raise ValueError(f"BMRM's cutting-plane model keeps no constraint on coef, and "
+                             f"{type(problem.structure).__name__}'s graph cuts need its pairwise "
+                             f"table submodular: train it with BCFWStructuredSVM or "
+                             f"SmoothSSVMClassifier (GraphCRF has no such constraint).")
         init = cuts = offsets = None
         data_key = training_key(problem)  # the cuts lower-bound this data's risk only
         if previous is not None:

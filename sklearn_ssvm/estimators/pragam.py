@@ -23,6 +23,16 @@ from .base import warn_interrupted
 MAX_UNSCALED = 2.0**20
 
 
+def _numeric(X):
+    """``X``, its numbers stored as objects converted; text refused in our words (numpy's
+    would be about its conversion of one string)."""
+    if isinstance(X, np.ndarray) and X.dtype == object:
+        return as_real_array(X, "X")
+    if isinstance(X, np.ndarray) and X.dtype.kind in "USV":
+        raise ValueError(f"X must hold real numbers, got dtype {X.dtype}.")
+    return X
+
+
 class PragamSVC(ClassifierMixin, BaseEstimator):
     """Linear SVM trained to a certified duality gap by PRAGAM (Saha, Zhang & Vishwanathan).
 
@@ -147,8 +157,7 @@ class PragamSVC(ClassifierMixin, BaseEstimator):
             raise
 
     def _fit(self, X, y):
-        if isinstance(X, np.ndarray) and X.dtype == object:  # numbers as objects convert
-            X = as_real_array(X, "X")
+        X = _numeric(X)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
         # large features: solve on X / s with alpha / s^2, the same problem in w * s (s a power
         # of two, so exactly), which keeps the iterates' intermediate products in range
@@ -223,7 +232,7 @@ class PragamSVC(ClassifierMixin, BaseEstimator):
             per sample and class.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", reset=False)
+        X = validate_data(self, _numeric(X), accept_sparse="csr", reset=False)
         scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 

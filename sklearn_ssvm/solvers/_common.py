@@ -108,3 +108,9 @@ def interruptible(safe=True):
             signal.signal(signal.SIGINT, previous)
         _Interrupts.stop.clear()  # a later fit, or one outside any block, starts afresh
         _Interrupts.mode = None
+
+
+def dense_oracles(problem):
+    """Whether ``problem`` runs its oracles from Python with dense statistics (graphs,
+    ``structures.graph.GraphProblem``) instead of the compiled label-space kernels."""
+    return getattr(problem, "dense_oracles", False)

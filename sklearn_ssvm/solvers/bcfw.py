@@ -18,6 +18,8 @@ from .._kernels.bcfw import AWAY, FW, PAIRWISE, bcfw_pass, state_from_atoms
 from .._kernels.labelings import CHAIN
 from ..penalties import as_penalty, soft_threshold
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
+from ._common import dense_oracles as _dense
+from .bcfw_dense import dense_pass, dense_state_from_atoms
 
 #: early exact check when the stale block-gap estimates sum below this fraction of tol
 #: (spec 002 §3.2, the reference code's heuristic exit)
@@ -185,6 +187,8 @@ def weights(problem, state, penalty):
     state; ``penalty`` an ``ElasticNet`` or a float ``alpha`` (``c = alpha``). For the L2
     penalty this is ``w(alpha)``, else see :func:`primal_point`."""
     c = as_penalty(penalty).c
+    if _dense(problem):  # rows M_i = E[phi(y)] - phi(y_i): v = -(1/c) sum_i M_i / block_n[i]
+        return -(state.M.T @ (1.0 / problem.block_n)) / c
     W = np.zeros((problem.n_features, problem.n_codes))
     theta = np.zeros(problem.n_pair)
     weights_from_state(problem.kind, problem.edges, *problem.data_args(), state.M, state.Q,
@@ -192,12 +196,33 @@ def weights(problem, state, penalty):
     return np.concatenate([W.ravel(), theta])
 
 
-@dataclass
-class Box:
-    """Bounds ``lower <= w <= upper`` on the parameters (spec 002 §7; +-inf allowed)."""
+class Projection:
+    """A closed convex set of feasible weights, given by its Euclidean projection (spec 002 §7
+    for boxes; ``BinaryGraphCRF``'s submodular cone).
 
-    lower: np.ndarray
-    upper: np.ndarray
+    With the L2 penalty restricted to the set, ``r*(c v) = c (<v, w> - ||w||^2 / 2)`` at ``w =
+    project(v)``, and its gradient is ``c w`` (Moreau): the dual's weights ``v`` stay
+    unprojected, the oracle and the gaps score with ``w``.
+    """
+
+    def __init__(self, project):
+        self.project = project
+
+    def conjugate_term(self, v):
+        """``<v, w> - ||w||^2 / 2`` at ``w = project(v)``: ``r*(c v) / c``."""
+        w = self.project(v)
+        return float(v @ w - 0.5 * w @ w)
+
+
+class Box(Projection):
+    """Bounds ``lower <= w <= upper`` on the parameters (spec 002 §7; +-inf allowed): the
+    projection is ``clip``, and ``conjugate_term`` is eq. (53)'s ``||w||^2 / 2 + beta_u^T u -
+    beta_l^T l`` at the optimal ``beta`` of eq. (56), (57)."""
+
+    def __init__(self, lower, upper):
+        self.lower = lower
+        self.upper = upper
+        super().__init__(self.clip)
 
     @classmethod
     def check(cls, bounds, n_params):
@@ -216,19 +241,12 @@ class Box:
     def clip(self, v):
         return np.clip(v, self.lower, self.upper)
 
-    def dual_term(self, v):
-        """``beta_u^T u - beta_l^T l`` at the optimal ``beta`` for ``v`` (eq. (56), (57))."""
-        up = np.isfinite(self.upper)
-        low = np.isfinite(self.lower)
-        return (np.maximum(v[up] - self.upper[up], 0) @ self.upper[up]
-                - np.maximum(self.lower[low] - v[low], 0) @ self.lower[low])
-
 
 def primal_point(v, penalty, box=None):
-    """The ``w`` of the dual's ``v = u / c``: ``clip(v)`` under box constraints (L2 only), else
-    ``soft(v, l1 / c)``, the penalty's ``dual_map(u)`` taken in the scaling of ``v`` so that
-    the L2 penalty returns ``v`` itself (the kernels score with the same thresholds)."""
-    return soft_threshold(v, penalty.l1 / penalty.c) if box is None else box.clip(v)
+    """The ``w`` of the dual's ``v = u / c``: ``box.project(v)`` under constraints (L2 only),
+    else ``soft(v, l1 / c)``, the penalty's ``dual_map(u)`` taken in the scaling of ``v`` so
+    that the L2 penalty returns ``v`` itself (the kernels score with the same thresholds)."""
+    return soft_threshold(v, penalty.l1 / penalty.c) if box is None else box.project(v)
 
 
 def certificate(problem, state, v, penalty, box=None):
@@ -237,8 +255,8 @@ def certificate(problem, state, v, penalty, box=None):
     ``v = A alpha`` is the dual's weight vector (:func:`weights`), ``penalty`` an
     ``ElasticNet`` or a float ``alpha``. The primal point is ``w = primal_point(v)``,
     ``P = r(w) + mean_i w_i H_i(w)`` (``w_i`` the sample weights) and
-    ``D = sum_i ell_i - r*(c v)``; under box constraints the dual has the term of spec 002
-    eq. (53) instead. The gap is the sum of the block gaps, equal
+    ``D = sum_i ell_i - r*(c v)``; with a feasible set (a ``Projection``: box constraints, spec
+    002 eq. (53)) ``r*`` is that of the penalty restricted to it. The gap is the sum of the block gaps, equal
     to ``P - D`` (Fenchel-Young: ``w`` is the gradient of ``r*`` at ``c v``).
     """
     penalty = as_penalty(penalty)
@@ -248,8 +266,8 @@ def certificate(problem, state, v, penalty, box=None):
     primal = penalty.value(w) + problem.weighted_mean(values - true_scores)
     if box is None:
         dual = state.ell_blocks.sum() - penalty.conjugate(penalty.c * v)
-    else:  # the L2 penalty restricted to the box
-        dual = state.ell_blocks.sum() - 0.5 * penalty.c * w @ w - penalty.c * box.dual_term(v)
+    else:  # the L2 penalty restricted to the feasible set
+        dual = state.ell_blocks.sum() - penalty.c * box.conjugate_term(v)
     return Certificate(primal, dual, block_gaps.sum(), block_gaps, w)
 
 
@@ -272,13 +290,27 @@ def _resync(problem, step, atoms, state, penalty, box, coef, scored):
     """Recompute the state from the atoms, ``coef = v`` from the state and the scoring
     weights ``scored = primal_point(v)`` (unless they are ``coef`` itself): incremental
     updates drift (spec 002 §10.3)."""
-    if step != "fw":
+    if step != "fw" and _dense(problem):
+        dense_state_from_atoms(problem, atoms, state)
+    elif step != "fw":
         state_from_atoms(problem.kind, problem.edges, problem.tok_offsets, problem.y,
                          problem.node_offsets, problem.tok_loss, atoms.labels, atoms.weights,
                          atoms.count, state.M, state.Q, state.ell_blocks, problem.block_n)
     coef[:] = weights(problem, state, penalty)
     if scored is not coef:
         scored[:] = primal_point(coef, penalty, box)
+
+
+def _check_dense(kappa, step, averaging):
+    """What the dense pass (per-example Python oracles) does not offer."""
+    if kappa > 0:
+        raise ValueError("BCFW on graph structures takes the L2 penalty only (l1_ratio=0).")
+    if step == "away":
+        raise ValueError("BCFW on graph structures makes Frank-Wolfe or pairwise steps; "
+                         "step='away' needs the compiled oracles.")
+    if averaging:
+        raise ValueError("BCFW on graph structures does not average the iterates "
+                         "(averaging=False).")
 
 
 SAMPLINGS = ("gap", "uniform", "perm")
@@ -387,14 +419,19 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
     if penalty.p is not None:
         raise ValueError("BCFW takes a penalty without a linear term (no proximal centre).")
     alpha, kappa = penalty.c, penalty.l1 / penalty.c  # the kernel's lambda and threshold
+    dense = _dense(problem)
     state = DualState.at_labels(problem) if init is None else init.copy()
     coef = weights(problem, state, penalty) if init is not None else np.zeros(problem.n_params)
-    W, theta = problem.split_coef(coef)
     box = None if bounds is None else Box.check(bounds, problem.n_params)
     if box is not None and kappa > 0:
         raise ValueError("Box constraints (bounds, coef_bounds) together with an l1 penalty "
                          "(l1_ratio > 0) are not supported.")
-    if box is None:  # soft(v, kappa): without l1, the kernel scores with the v it updates
+    if dense:  # per-example Python oracles: the dense pass, scoring with w = project(v)
+        _check_dense(kappa, step, averaging)
+        if box is None:
+            box = Projection(problem.project)
+        clipped = box.project(coef)
+    elif box is None:  # soft(v, kappa): without l1, the kernel scores with the v it updates
         clipped, limits = (primal_point(coef, penalty),
                            (np.zeros((0, problem.n_codes)),) * 2 + (np.zeros(0),) * 2)
     else:
@@ -402,8 +439,10 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
         lower_W, lower_theta = problem.split_coef(box.lower)
         upper_W, upper_theta = problem.split_coef(box.upper)
         limits = (lower_W, upper_W, lower_theta, upper_theta)
-    Wc, theta_c = problem.split_coef(clipped)
-    gram, gram_off = problem.gram
+    if not dense:
+        W, theta = problem.split_coef(coef)
+        Wc, theta_c = problem.split_coef(clipped)
+        gram, gram_off = problem.gram
     estimates = np.full(n, np.inf) if init_estimates is None else np.array(init_estimates, float)
     averages = DualState.zeros_like(state, rows=averaging)
     certified = state
@@ -447,22 +486,28 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
     with kernel_threads(n_jobs), ProgressBar(max_iter, verbose, "BCFW") as bar:
         for it in range(1, max_iter + 1):
             first, uniforms = _pass_order(sampling, estimates, rng)
-            args = (*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, Wc,
-                    theta_c, *limits, state.M, state.Q, state.ell_blocks, alpha, problem.block_n,
-                    first)
             rest = (n, uniforms, sampling == "gap", exit_below, estimates, STEPS[step])
-            last = (*averages.arrays(), kappa)
             last_gap = start_gap if cert is None else max(cert.gap, 0.0)
             caching = (cache, cache_F, cache_nu * last_gap / n)
-            capped = room_limit is not None and atoms.room >= room_limit
-            done, needs_room, pass_hits = bcfw_pass(*args, 0, *rest, atoms.labels, atoms.weights,
-                                                    atoms.count, *caching, steps, *last, capped)
+            if dense:
+                def run(start, capped):
+                    return dense_pass(problem, state, coef, clipped, box.project, alpha, first,
+                                      start, *rest, atoms, *caching, capped)
+            else:
+                args = (*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta,
+                        Wc, theta_c, *limits, state.M, state.Q, state.ell_blocks, alpha,
+                        problem.block_n, first)
+                last = (*averages.arrays(), kappa)
+
+                def run(start, capped):
+                    return bcfw_pass(*args, start, *rest, atoms.labels, atoms.weights,
+                                     atoms.count, *caching, steps, *last, capped)
+            done, needs_room, pass_hits = run(0, room_limit is not None
+                                              and atoms.room >= room_limit)
             while needs_room:  # a block's active set is full: double the room, go on
                 atoms = atoms.grown(room_limit)
-                capped = room_limit is not None and atoms.room >= room_limit
-                done, needs_room, more = bcfw_pass(*args, done, *rest, atoms.labels,
-                                                   atoms.weights, atoms.count, *caching, steps,
-                                                   *last, capped)
+                done, needs_room, more = run(done, room_limit is not None
+                                             and atoms.room >= room_limit)
                 pass_hits += more
             steps += done
             hits += pass_hits

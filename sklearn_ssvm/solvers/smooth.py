@@ -30,6 +30,7 @@ from .._kernels.smoothed import NONE, TOP_K
 from .._kernels.stochastic import (RSUM, S, R, WSUM, flush, lazy_state, prox_steps,
                                    stochastic_steps)
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
+from ._common import dense_oracles as _dense
 from .catalyst import catalyst, delta_schedule, stopping_test
 
 
@@ -54,12 +55,6 @@ class Smoothing:
 
     def at(self, mu):
         return replace(self, mu=float(mu))
-
-
-def _dense(problem):
-    """Whether ``problem`` runs its oracles from Python with dense gradients (loopy graphs,
-    ``structures.graph.GraphProblem``) instead of the compiled label-space kernels."""
-    return getattr(problem, "dense_oracles", False)
 
 
 def dense_top_k(smoothing):

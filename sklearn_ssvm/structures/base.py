@@ -284,6 +284,40 @@ class Problem(ExampleWeights):
         return 2.0 * np.mean(cum[bounds[1:]] - cum[bounds[:-1]]) + 2.0 * np.mean(
             np.diff(self.tok_offsets))
 
+    def training_parts(self, features=True):
+        """What a warm start's solver state depends on (``training_key``).
+
+        Parameters
+        ----------
+        features : bool, default=True
+            Whether the features count too (BCFW's dual state depends only on the lengths
+            and labels).
+
+        Returns
+        -------
+        tuple of ndarray
+            The examples' lengths, labels and sample weights, and their features.
+        """
+        parts = (self.tok_offsets, self.node_offsets, self.y, self.sample_weight)
+        if features:
+            parts += (self.indptr, self.indices, self.data)
+        return parts
+
+    def pairwise_bounds(self):
+        """The box of ``coef_bounds="positive_pairwise"``: label-interaction weights
+        (transitions, label-pair tables) non-negative.
+
+        Returns
+        -------
+        lower : ndarray of shape (n_params,)
+            Lower bounds (``-inf``: none).
+        upper : ndarray of shape (n_params,)
+            Upper bounds (``inf``: none).
+        """
+        lower = np.full(self.n_params, -np.inf)
+        lower[self.n_features * self.n_codes:] = 0.0
+        return lower, np.full(self.n_params, np.inf)
+
     def project(self, coef):
         """Return the nearest feasible coefficients: all are feasible here (see ``GraphProblem``).
 

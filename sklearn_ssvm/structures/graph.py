@@ -12,11 +12,14 @@ maximised; a pairwise table is *submodular* (in the score sense) when
 PyMaxflow is an optional dependency, imported only when a graph cut is run.
 """
 import numbers
+from collections import Counter
+from functools import cached_property
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from .._kernels.threads import thread_map
 from ..smoothing import topk_smooth_max
 from .base import ExampleWeights
 
@@ -424,6 +427,8 @@ class BinaryGraphCRF(BaseEstimator):
     """
 
     loss_name = "normalised Hamming loss"
+    #: the graph cuts need the pairwise table submodular (``project_coef``)
+    constrained_coef = True
 
     def fit(self, X, Y):
         """Validate a data set of graphs and learn the number of node features.
@@ -614,7 +619,7 @@ class BinaryGraphCRF(BaseEstimator):
     # -- joint feature, loss, potentials ---------------------------------------------------
 
     @staticmethod
-    def _phi(features, edges, y):
+    def _phi_of(features, edges, y):
         emission = np.stack([features[y == 0].sum(axis=0), features[y == 1].sum(axis=0)],
                             axis=1)
         counts = np.bincount(2 * y[edges[:, 0]] + y[edges[:, 1]], minlength=4)
@@ -636,7 +641,7 @@ class BinaryGraphCRF(BaseEstimator):
         ndarray of shape (2 n_features + 4,)
             ``phi(x, y)``.
         """
-        return self._phi(*self._example(x, y))
+        return self._phi_of(*self._example(x, y))
 
     def loss(self, y_true, y):
         """Return the normalised Hamming loss ``mean(y_true != y)``.
@@ -813,11 +818,12 @@ class BinaryGraphCRF(BaseEstimator):
         if smoothing not in ("l2", None):
             raise ValueError(f"smoothing must be 'l2' or None, got {smoothing!r}.")
         top_k = None if smoothing is None else _check_count(top_k, "top_k", 1)
-        value, gradient, _ = self._smoothed(self._potentials(x, y_true, coef), top_k, mu)
+        value, gradient, _ = self._smoothed_potentials(self._potentials(x, y_true, coef), top_k,
+                                                       mu)
         return value, gradient
 
     @classmethod
-    def _smoothed(cls, potentials, top_k, mu):
+    def _smoothed_potentials(cls, potentials, top_k, mu):
         """Smoothed loss, its gradient and the expected loss ``E_u L(y_true, y)`` of one example
         from :meth:`_potentials`; ``top_k=None`` is the hard max."""
         unary, theta, gold, (features, edges, y) = potentials
@@ -827,12 +833,59 @@ class BinaryGraphCRF(BaseEstimator):
         else:
             labelings, scores = cls._bmmf(unary, edges, theta, top_k)
             value, weights, _ = topk_smooth_max(scores - gold, mu)
-        gradient = -cls._phi(features, edges, y)
+        gradient = -cls._phi_of(features, edges, y)
         expected_loss = 0.0
         for k in np.flatnonzero(weights > 0.0):  # skips the -inf padding
-            gradient += weights[k] * cls._phi(features, edges, labelings[k])
+            gradient += weights[k] * cls._phi_of(features, edges, labelings[k])
             expected_loss += weights[k] * np.mean(labelings[k] != y)
         return float(value), gradient, expected_loss
+
+    # -- per-example hooks of GraphProblem -------------------------------------------------
+
+    def _decode(self, example, coef, augment):
+        features, edges, y = example
+        unary, theta, gold, _ = self._scores((features, edges, y if augment else None), coef)
+        y_best, value = graphcut_map(unary, edges, theta)
+        return y_best, value, gold, ("graphcut", True)
+
+    def _smoothed(self, example, coef, top_k, mu):
+        return (*self._smoothed_potentials(self._scores(example, coef), top_k, mu),
+                ("graphcut", True))
+
+    def _phi(self, example, y):
+        return self._phi_of(example[0], example[1], np.asarray(y))
+
+    @staticmethod
+    def _loss(example, y):
+        return float(np.mean(np.asarray(y) != example[2]))
+
+    @staticmethod
+    def _squared_radius(example):
+        """``2 ||X||_F^2 + 2 E^2`` (emission and pairwise-count parts)."""
+        features, edges, _ = example
+        return float(2.0 * np.sum(features ** 2) + 2.0 * edges.shape[0] ** 2)
+
+    @staticmethod
+    def _example_arrays(example):
+        features, edges, y = example
+        return [features], edges, y
+
+    def pairwise_bounds(self):
+        """The box of ``coef_bounds="positive_pairwise"``: ``theta_00, theta_11 >= 0 >=
+        theta_01, theta_10``, inside the submodular cone (graph cuts stay exact).
+
+        Returns
+        -------
+        lower : ndarray of shape (n_params,)
+            Lower bounds (``-inf``: none).
+        upper : ndarray of shape (n_params,)
+            Upper bounds (``inf``: none).
+        """
+        lower = np.full(self.n_params, -np.inf)
+        upper = np.full(self.n_params, np.inf)
+        lower[-4:] = [0.0, -np.inf, -np.inf, 0.0]
+        upper[-4:] = [np.inf, 0.0, 0.0, np.inf]
+        return lower, upper
 
     def project_coef(self, coef):
         """Project the pairwise table of ``coef`` onto the submodular cone (a copy).
@@ -853,12 +906,17 @@ class BinaryGraphCRF(BaseEstimator):
 
 
 class GraphProblem(ExampleWeights):
-    """Examples of a :class:`BinaryGraphCRF`, validated once, for the smoothed solvers.
+    """Validated examples of a graph structure (:class:`BinaryGraphCRF`, ``GraphCRF``) for the
+    solvers, whose oracles run from Python per example.
 
-    The oracles are graph cuts run from Python (PyMaxflow), so the solvers cannot call them from
-    their compiled loops: they take the dense-oracle path of ``solvers/smooth.py``, with dense
-    gradients (``coef`` has only ``2 n_features + 4`` entries) and a projection keeping the
-    pairwise table submodular (the graph cuts need it) after every step.
+    The solvers cannot call these oracles (graph cuts, integer programs, message passing) from
+    their compiled loops: they take their dense-oracle paths, with dense per-example
+    statistics (``coef`` is short: node features times states plus the pairwise tables) and,
+    for ``BinaryGraphCRF``, a projection keeping the pairwise table submodular after every step.
+    The structure supplies, per validated example, ``_decode`` (the max oracle), ``_smoothed``
+    (the top-K oracle), ``_phi``, ``_loss`` and ``_squared_radius``. Every oracle call reports
+    the oracle that ran and whether it was exact: ``oracle_calls`` counts them by name and
+    ``certified`` says whether all were exact (only then are duality gaps certificates).
     """
 
     #: the solvers' switch to their dense-oracle path
@@ -870,6 +928,8 @@ class GraphProblem(ExampleWeights):
         self.structure = structure
         self.examples = examples
         self.sample_weight = np.ones(len(examples))
+        self.oracle_calls = Counter()
+        self.inexact_calls = [0]  # shared by the weighted copies of the problem
 
     @property
     def n_samples(self):
@@ -879,58 +939,126 @@ class GraphProblem(ExampleWeights):
     def n_params(self):
         return self.structure.n_params
 
+    @property
+    def certified(self):
+        """Whether every oracle call so far was exact."""
+        return self.inexact_calls[0] == 0
+
+    def _record(self, report):
+        name, exact = report
+        self.oracle_calls[name] += 1
+        if not exact:
+            self.inexact_calls[0] += 1
+
+    def training_parts(self, features=True):
+        """What a warm start's solver state depends on (``training_key``): the graphs, the
+        labelings and the sample weights, and the features unless ``features=False``."""
+        parts = [self.sample_weight]
+        for example in self.examples:
+            features_, edges, y = self.structure._example_arrays(example)
+            parts += [edges, y] + (features_ if features else [])
+        return parts
+
     def subset(self, idx):
         """The examples ``idx`` (their sample weights normalised to mean 1 again)."""
-        return GraphProblem(self.structure, [self.examples[i] for i in idx]).with_sample_weight(
+        return type(self)(self.structure, [self.examples[i] for i in idx]).with_sample_weight(
             self.sample_weight[idx])
 
     def smoothed(self, i, coef, top_k, mu):
-        """Smoothed loss of example ``i`` at ``coef``, its gradient and expected loss (top-K
-        l2 smoothing; ``top_k=None``: the hard max)."""
-        return self.structure._smoothed(self.structure._scores(self.examples[i], coef), top_k,
-                                        mu)
+        """Smoothed loss of example ``i`` at ``coef``, its gradient (``phi(y*) - phi(y_i)``
+        averaged over the smoothing weights) and expected loss (top-K l2 smoothing;
+        ``top_k=None``: the hard max)."""
+        value, gradient, expected_loss, report = self.structure._smoothed(self.examples[i],
+                                                                          coef, top_k, mu)
+        self._record(report)
+        return value, gradient, expected_loss
+
+    def phi(self, i, y):
+        """``phi(x_i, y)``, dense."""
+        return self.structure._phi(self.examples[i], y)
+
+    def loss(self, i, y):
+        """The task loss of labeling ``y`` of example ``i``."""
+        return self.structure._loss(self.examples[i], y)
+
+    def labeling(self, i):
+        """The true labeling of example ``i`` (state indices)."""
+        return self.structure._example_arrays(self.examples[i])[2]
+
+    def decode(self, i, coef, augment=True):
+        """The (loss-augmented) oracle on example ``i``: ``(labeling, value, gold)`` with
+        ``value`` its score plus loss and ``gold`` the true labeling's score."""
+        y, value, gold, report = self.structure._decode(self.examples[i], coef, augment)
+        self._record(report)
+        return y, value, gold
+
+    def run_oracle(self, coef, augment, M=None, Q=None):
+        """Every example's oracle, as ``Problem.run_oracle``: ``(labelings, values, gold,
+        expected)``; ``values`` the best (loss-augmented) scores, ``gold`` the true labelings'
+        scores and, with a dense dual state ``M`` (rows ``E[phi(y)] - phi(y_i)``), ``expected
+        = gold + M @ coef``, the expected scores under the dual point."""
+        results = thread_map(lambda i: self.structure._decode(self.examples[i], coef, augment),
+                             self.n_samples)
+        labelings = [r[0] for r in results]
+        values = np.array([r[1] for r in results], dtype=np.float64)
+        gold = np.array([r[2] for r in results], dtype=np.float64)
+        for r in results:
+            self._record(r[3])
+        expected = None if M is None else gold + M @ coef
+        return labelings, values, gold, expected
 
     def hinge_losses(self, coef):
-        """Structured hinge ``max_y H_i(y)`` of every example (one graph cut each)."""
-        _, values, gold = self._decode(coef, True)
+        """Structured hinge ``max_y H_i(y)`` of every example (one oracle call each)."""
+        _, values, gold, _ = self.run_oracle(coef, True)
         return values - gold
 
-    def run_oracle(self, coef, augment):
-        """Decoded labelings (loss-augmented with ``augment``), as the first entry of a
-        4-tuple like ``Problem.run_oracle``'s."""
-        return self._decode(coef, augment)[0], None, None, None
-
-    def _decode(self, coef, augment):
-        """Best labelings (loss-augmented with ``augment``), their scores and the gold
-        scores."""
-        labelings, values, gold = [], np.empty(self.n_samples), np.zeros(self.n_samples)
-        for i, (features, edges, y) in enumerate(self.examples):
-            unary, theta, gold[i], _ = self.structure._scores(
-                (features, edges, y if augment else None), coef)
-            y_best, values[i] = graphcut_map(unary, edges, theta)
-            labelings.append(y_best)
-        return labelings, values, gold
-
     def losses(self, y_pred):
-        """Normalised Hamming loss of each predicted labeling."""
-        return np.array([np.mean(np.asarray(yp) != y)
-                         for yp, (_, _, y) in zip(y_pred, self.examples)])
+        """Task loss of each predicted labeling."""
+        return np.array([self.loss(i, yp) for i, yp in enumerate(y_pred)])
 
     def score(self, y_pred):
         """``1 - mean task loss`` (``Problem.score``)."""
         return 1.0 - float(np.mean(self.losses(y_pred)))
 
     def squared_radius(self):
-        """Mean over examples of a bound on ``||phi(x, y) - phi(x, y')||^2``:
-        ``2 ||X||_F^2 + 2 E^2`` (emission and pairwise-count parts)."""
-        return float(np.mean([2.0 * np.sum(features ** 2) + 2.0 * edges.shape[0] ** 2
-                              for features, edges, _ in self.examples]))
+        """Mean over examples of a bound on ``||phi(x, y) - phi(x, y')||^2``."""
+        return float(np.mean([self.structure._squared_radius(example)
+                              for example in self.examples]))
 
     def truth_stats(self):
-        """SGD's reference gradients: zero, as the dense ones already subtract
-        ``phi(x_i, y_i)`` (``Problem.truth_stats`` gives label statistics instead)."""
-        return np.zeros((self.n_samples, self.n_params)), None
+        """The dual state at the true labelings, ``M_i = E[phi(y)] - phi(y_i) = 0`` (also SGD's
+        reference gradients: the dense ones already subtract ``phi(x_i, y_i)``)."""
+        return np.zeros((self.n_samples, self.n_params)), np.zeros((self.n_samples, 0))
+
+    @cached_property
+    def truth_phi(self):
+        """``phi(x_i, y_i)`` of every example, ``(n_samples, n_params)`` (computed once)."""
+        return np.array([self.phi(i, self.labeling(i)) for i in range(self.n_samples)])
+
+    @cached_property
+    def node_offsets(self):
+        """Example ``i``'s nodes are ``node_offsets[i]:node_offsets[i + 1]`` of ``y`` (the
+        layout of BCFW's stored labelings)."""
+        sizes = [len(self.labeling(i)) for i in range(self.n_samples)]
+        return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    @cached_property
+    def y(self):
+        """The true labelings, concatenated (int32 state indices)."""
+        return np.concatenate([self.labeling(i) for i in range(self.n_samples)]).astype(np.int32)
+
+    @property
+    def constrained(self):
+        """Whether the oracles accept only some coefficients (``project`` is not the
+        identity)."""
+        return self.structure.constrained_coef
 
     def project(self, coef):
-        """A copy of ``coef`` with its pairwise table projected onto the submodular cone."""
+        """The nearest coefficients the oracles accept (``BinaryGraphCRF``: the pairwise table
+        projected onto the submodular cone; ``GraphCRF``: all)."""
         return self.structure.project_coef(coef)
+
+    def pairwise_bounds(self):
+        """``coef_bounds="positive_pairwise"``: the structure's box keeping the pairwise tables
+        attractive."""
+        return self.structure.pairwise_bounds()

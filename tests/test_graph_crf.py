@@ -1,0 +1,319 @@
+"""``GraphCRF``: the joint feature, every inference method and its loss-augmented and top-K
+versions against enumeration on small graphs, and the three structured estimators training it
+(spec 002 §7, spec 000 §2.4, spec 004 §2.2's oracles)."""
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+from sklearn_ssvm import BCFWStructuredSVM, BMRMStructuredSVM, SmoothSSVMClassifier
+from sklearn_ssvm.marginals import ICMMAP
+from sklearn_ssvm.structures import GraphCRF, MulticlassSVM, grid_graph
+
+EXACT = ["auto", "brute_force", "milp"]
+APPROXIMATE = ["icm", "max_product", "expansion"]
+
+
+def grid3(rng, n_features):
+    return grid_graph(rng.normal(size=(3, 3, n_features)))
+
+
+def random_graph(rng, n_nodes, n_features, n_chords=3):
+    """A cycle plus chords, one of them repeated in reverse (merged into one model edge)."""
+    cycle = [(v, (v + 1) % n_nodes) for v in range(n_nodes)]
+    chords = [tuple(rng.choice(n_nodes, size=2, replace=False)) for _ in range(n_chords)]
+    edges = np.array(cycle + chords + [chords[0][::-1]], dtype=np.int64)
+    return rng.normal(size=(n_nodes, n_features)), edges
+
+
+def random_tree(rng, n_nodes, n_features):
+    edges = np.array([(v, rng.integers(v)) for v in range(1, n_nodes)], dtype=np.int64)
+    return rng.normal(size=(n_nodes, n_features)), edges
+
+
+def independent_score(crf, x, y, coef):
+    """``<coef, phi(x, y)>`` edge by edge, from the documented layout (not ``_phi``)."""
+    S, d = crf.n_states_, crf.n_features_in_
+    W = coef[:d * S].reshape(d, S)
+    tables = coef[d * S:].reshape(-1, S, S)
+    features, edges = x[0], x[1]
+    edge_features = x[2] if crf.edge_features else np.ones((len(edges), 1))
+    total = sum(features[v] @ W[:, y[v]] for v in range(len(y)))
+    for e, (a, b) in enumerate(edges):
+        forward = edge_features[e] @ tables[:, y[a], y[b]]
+        backward = edge_features[e] @ tables[:, y[b], y[a]]
+        total += forward if crf.directed else 0.5 * (forward + backward)
+    return total
+
+
+def enumerated(crf, x, y_true, coef, augment):
+    """All labelings and their (loss-augmented) scores, vectorised over the labelings."""
+    S, d = crf.n_states_, crf.n_features_in_
+    p = x[0].shape[0]
+    Y = np.array(list(itertools.product(range(S), repeat=p)))
+    values = (x[0] @ coef[:d * S].reshape(d, S))[np.arange(p), Y].sum(axis=1)
+    tables = coef[d * S:].reshape(-1, S, S)
+    edge_features = x[2] if crf.edge_features else np.ones((len(x[1]), 1))
+    for e, (a, b) in enumerate(x[1]):
+        table = np.tensordot(edge_features[e], tables, axes=1)
+        values += table[Y[:, a], Y[:, b]] if crf.directed else \
+            0.5 * (table[Y[:, a], Y[:, b]] + table[Y[:, b], Y[:, a]])
+    if augment:
+        wrong = (Y != y_true).sum(axis=1)
+        values += wrong / p if crf.normalize_loss else wrong
+    return Y, values
+
+
+def fitted(rng, x, S, **params):
+    y = rng.integers(S, size=x[0].shape[0])
+    crf = GraphCRF(n_states=S, **params).fit([x], [y])
+    return crf, y, rng.normal(size=crf.n_params) * 1.5
+
+
+def models(rng):
+    """Random 3x3 grids and loopy graphs of <= 10 nodes with 2-4 states (<= 4**9 labelings)."""
+    for S in (2, 3, 4):
+        yield "grid", S, grid3(rng, 2)
+        n_nodes = {2: 10, 3: 7, 4: 6}[S]
+        yield "loopy", S, random_graph(rng, n_nodes, 2)
+
+
+@pytest.mark.parametrize("inference", EXACT + APPROXIMATE)
+def test_oracles_against_enumeration(inference):
+    """Exact oracles find the maximum of the plain and the loss-augmented scores; approximate
+    ones return a labeling whose score they report and never beat the maximum."""
+    rng = np.random.default_rng(0)
+    for _, S, x in models(rng):
+        crf, y_true, coef = fitted(rng, x, S, inference=inference)
+        problem = crf.pack([x], [crf.classes_[y_true]])
+        for augment in (False, True):
+            Y, values = enumerated(crf, x, y_true, coef, augment)
+            y, value, gold, (name, exact) = crf._decode(problem.examples[0], coef, augment)
+            own = independent_score(crf, x, y, coef)
+            if augment:
+                own += crf.loss(y_true, y)
+                assert gold == pytest.approx(independent_score(crf, x, y_true, coef))
+            assert value == pytest.approx(own, abs=1e-9)
+            assert value <= values.max() + 1e-9
+            assert exact == (inference in EXACT)
+            if exact:
+                assert value == pytest.approx(values.max(), abs=1e-9)
+
+
+def test_graph_cut_in_auto_for_binary_submodular_models():
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        x = random_graph(rng, 12, 2)  # 2**12 labelings: enumeration would be chosen otherwise
+        crf, y_true, coef = fitted(rng, x, 2)
+        coef[-4:] = [1.0, -0.5, -0.5, 0.8]  # submodular shared table
+        y, value, _, (name, exact) = crf._decode(crf.pack([x], [y_true]).examples[0], coef,
+                                                 True)
+        Y, values = enumerated(crf, x, y_true, coef, True)
+        assert name == "GraphCutMAP" and exact
+        assert value == pytest.approx(values.max(), abs=1e-9)
+
+
+@pytest.mark.parametrize("inference", ["auto", "max_product"])
+def test_trees_are_exact(inference):
+    """Forests go to max-product; TRW max-product is exact on them too (spec 004 §2.2)."""
+    rng = np.random.default_rng(2)
+    for S in (2, 3, 4):
+        x = random_tree(rng, 7, 2)
+        crf, y_true, coef = fitted(rng, x, S, inference=inference)
+        y, value, _, (name, exact) = crf._decode(crf.pack([x], [y_true]).examples[0], coef,
+                                                 True)
+        assert value == pytest.approx(enumerated(crf, x, y_true, coef, True)[1].max(),
+                                      abs=1e-9)
+        assert exact == (inference == "auto")
+        if inference == "auto":
+            assert name == "TreeMAP"
+
+
+@pytest.mark.parametrize("params", [dict(), dict(directed=True), dict(edge_features=True),
+                                    dict(edge_features=True, directed=True),
+                                    dict(normalize_loss=False)])
+def test_joint_feature_and_parametrisations(params):
+    """``coef @ joint_feature`` is the score edge by edge, for every parametrisation; the
+    exact oracle is exact for each."""
+    rng = np.random.default_rng(3)
+    features, edges = random_graph(rng, 6, 3)
+    x = (features, edges) + ((rng.random((len(edges), 2)),) if params.get("edge_features")
+                             else ())
+    crf, y_true, coef = fitted(rng, x, 3, **params)
+    assert crf.n_params == 3 * 3 + (2 if params.get("edge_features") else 1) * 9
+    for y in rng.integers(3, size=(5, 6)):
+        assert coef @ crf.joint_feature(x, y) == pytest.approx(
+            independent_score(crf, x, y, coef))
+    value = crf._decode(crf.pack([x], [y_true]).examples[0], coef, True)[1]
+    assert value == pytest.approx(enumerated(crf, x, y_true, coef, True)[1].max())
+
+
+@pytest.mark.parametrize("inference", ["auto", "milp"])
+def test_top_k_by_bmmf_against_enumeration(inference):
+    """The smoothed oracle's top-K labelings are the K best of the enumeration (BMMF over
+    constrained MAP calls, or graph-cut max-marginals on binary submodular models)."""
+    from sklearn_ssvm.smoothing import topk_smooth_max
+    rng = np.random.default_rng(4)
+    for S, x in [(3, grid_graph(rng.normal(size=(2, 3, 2)))), (2, random_graph(rng, 7, 2))]:
+        crf, y_true, coef = fitted(rng, x, S, inference=inference)
+        if S == 2:
+            coef[-4:] = [0.7, -0.2, -0.3, 0.4]
+        example = crf.pack([x], [y_true]).examples[0]
+        Y, values = enumerated(crf, x, y_true, coef, True)
+        gold = independent_score(crf, x, y_true, coef)
+        K, mu = 6, 0.5
+        value, gradient, expected_loss, _ = crf._smoothed(example, coef, K, mu)
+        top = np.sort(values)[::-1][:K] - gold
+        assert value == pytest.approx(topk_smooth_max(top, mu)[0], abs=1e-9)
+        # the gradient is the smoothing weights' mean of phi(y) - phi(y_true)
+        order = np.argsort(-values, kind="stable")[:K]
+        weights = topk_smooth_max(values[order] - gold, mu)[1]
+        if len(np.unique(np.round(values[order], 9))) == K:  # no ties: labelings unique
+            phi = np.array([crf.joint_feature(x, y) for y in Y[order]])
+            assert np.allclose(gradient, weights @ phi - crf.joint_feature(x, y_true))
+            assert expected_loss == pytest.approx(
+                weights @ np.mean(Y[order] != y_true, axis=1))
+
+
+def test_dense_bcfw_equals_the_compiled_pass():
+    """Multiclass data as one-node graphs: the dense pass makes the compiled pass's
+    Frank-Wolfe steps (same blocks, same line searches), so both reach the same point."""
+    rng = np.random.default_rng(5)
+    n, d, S = 30, 4, 3
+    X = rng.normal(size=(n, d))
+    y = rng.integers(S, size=n)
+    X[np.arange(n), y] += 1.0
+    graphs = [(X[i:i + 1], np.zeros((0, 2), dtype=np.int64)) for i in range(n)]
+    for step, cache in [("fw", False), ("fw", True)]:
+        params = dict(alpha=0.05, tol=1e-9, max_iter=30, step=step, cache=cache,
+                      random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compiled = BCFWStructuredSVM(MulticlassSVM(), **params).fit(X, y)
+            dense = BCFWStructuredSVM(GraphCRF(n_states=S), **params).fit(
+                graphs, [y[i:i + 1] for i in range(n)])
+        assert np.allclose(dense.coef_[:d * S], compiled.coef_, atol=1e-10)
+        assert dense.duality_gap_ == pytest.approx(compiled.duality_gap_, rel=1e-8)
+        assert dense.n_cache_hits_ == compiled.n_cache_hits_
+
+
+def segmentation_data(rng, n, S, shape=(3, 3), noise=0.9):
+    X, Y = [], []
+    for _ in range(n):
+        y = rng.integers(S, size=shape)
+        y[:, 1:] = np.where(rng.random((shape[0], shape[1] - 1)) < 0.6, y[:, :1], y[:, 1:])
+        X.append(grid_graph(np.eye(S)[y] + noise * rng.normal(size=shape + (S,))))
+        Y.append(y.ravel())
+    return X, Y
+
+
+def test_three_estimators_agree_within_their_certified_gaps():
+    """BCFW (plain, pairwise, cached), BMRM and Casimir-SVRG (top-K) on one small GraphCRF
+    problem with exact oracles: every certified interval ``[primal - gap, primal]`` holds
+    BMRM's optimum."""
+    rng = np.random.default_rng(6)
+    X, Y = segmentation_data(rng, 8, 3, shape=(2, 3))
+    alpha = 0.5
+    reference = BMRMStructuredSVM(GraphCRF(), alpha=alpha, tol=1e-9).fit(X, Y)
+    f_star = reference.primal_objective_
+    assert reference.gap_certified_ and reference.oracle_calls_.keys() == {"BruteForceMAP"}
+    fits = [BCFWStructuredSVM(GraphCRF(), alpha=alpha, tol=1e-3, max_iter=2000, step=step,
+                              cache=cache, random_state=0) for step, cache in
+            [("fw", False), ("pairwise", False), ("fw", True)]]
+    fits.append(SmoothSSVMClassifier(GraphCRF(), alpha=alpha, top_k=5, max_iter=15,
+                                     random_state=0))
+    for est in fits:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, Y)
+        assert est.gap_certified_
+        primal = getattr(est, "primal_objective_", getattr(est, "objective_", None))
+        assert primal == pytest.approx(est.primal_objective(X, Y), abs=1e-9)
+        assert primal - est.duality_gap_ <= f_star + 1e-9 <= primal + 1e-9
+    assert all(est.converged_ for est in fits[:3])
+
+
+def test_positive_pairwise_keeps_graph_cuts_exact_on_binary_grids():
+    """``coef_bounds="positive_pairwise"``: the fitted tables reward agreement, so every
+    binary oracle call is one exact graph cut and the gap is certified."""
+    pytest.importorskip("maxflow")
+    rng = np.random.default_rng(7)
+    X, Y = segmentation_data(rng, 12, 2, shape=(5, 5), noise=1.2)  # 2**25: no enumeration
+    # alpha on the scale of the normalised loss: 1 / 25 per pixel
+    est = BCFWStructuredSVM(GraphCRF(), alpha=1.0, tol=1e-3, max_iter=1000,
+                            coef_bounds="positive_pairwise", random_state=0).fit(X, Y)
+    table = est.coef_[-4:].reshape(2, 2)
+    assert table[0, 0] >= 0 and table[1, 1] >= 0 and table[0, 1] <= 0 and table[1, 0] <= 0
+    assert est.oracle_calls_.keys() == {"GraphCutMAP"}
+    assert est.gap_certified_ and est.converged_
+    assert est.score(X, Y) > 0.7
+
+
+def test_approximate_oracle_is_not_certified():
+    rng = np.random.default_rng(8)
+    X, Y = segmentation_data(rng, 6, 3)
+    with pytest.warns(UserWarning, match="not a certificate"):
+        est = BCFWStructuredSVM(GraphCRF(inference="icm"), alpha=0.1, max_iter=5,
+                                tol=0.0, random_state=0).fit(X, Y)
+    assert not est.gap_certified_ and est.oracle_calls_.keys() == {"ICMMAP"}
+    with pytest.warns(UserWarning, match="not a certificate"):  # an oracle instance
+        est = BMRMStructuredSVM(GraphCRF(inference=ICMMAP(max_sweeps=3)), alpha=0.1,
+                                max_iter=3).fit(X, Y)
+    assert not est.gap_certified_
+
+
+def test_labels_prediction_and_score():
+    rng = np.random.default_rng(9)
+    X, Y = segmentation_data(rng, 10, 3)
+    names = np.array(["sky", "grass", "road"])
+    Y_named = [names[y] for y in Y]
+    est = BMRMStructuredSVM(GraphCRF(), alpha=0.01).fit(X, Y_named)
+    assert list(est.classes_) == sorted(names)
+    pred = est.predict(X)
+    assert all(p.dtype.kind == "U" and set(p) <= set(names) for p in pred)
+    assert est.score(X, Y_named) == pytest.approx(
+        np.mean([np.mean(p == y) for p, y in zip(pred, Y_named)]))
+    unseen = [np.where(y == "sky", "sea", y) for y in Y_named]  # unseen labels count as wrong
+    assert est.score(X, unseen) < est.score(X, Y_named)
+    assert est.decision_function(X).shape == (10,)
+    fixed = GraphCRF(labels=["road", "sky", "grass"]).fit(X, Y_named)
+    assert list(fixed.classes_) == ["road", "sky", "grass"]
+
+
+def test_grid_graph():
+    features, edges = grid_graph(np.zeros((3, 4, 2)))
+    assert features.shape == (12, 2) and len(edges) == 3 * 3 + 2 * 4
+    assert len(grid_graph(np.zeros((3, 4)), neighborhood=8)[1]) == 17 + 2 * 2 * 3
+    assert np.all(edges[:, 0] < edges[:, 1])
+    with pytest.raises(ValueError, match="neighborhood"):
+        grid_graph(np.zeros((2, 2)), neighborhood=6)
+
+
+@pytest.mark.parametrize("X, Y, match", [
+    ([(np.zeros((3, 2)), np.array([[0, 0]]))], [np.array([0, 1, 1])], "self loop"),
+    ([(np.zeros((3, 2)), np.array([[0, 3]]))], [np.array([0, 1, 1])], "out of range"),
+    ([(np.zeros((3, 2)), np.array([[0.0, 1.0]]))], [np.array([0, 1, 1])], "integer array"),
+    ([(np.full((3, 2), np.nan), np.array([[0, 1]]))], [np.array([0, 1, 1])], "NaN"),
+    ([(np.zeros((3, 2)), np.array([[0, 1]]))], [np.array([0, 1])], "one label per node"),
+    ([(np.zeros((3, 2)),)], [np.array([0, 1, 1])], "tuple"),
+    ([(np.zeros((3, 2)), np.array([[0, 1]]))], [np.zeros(3, int)], "single label"),
+])
+def test_invalid_examples(X, Y, match):
+    with pytest.raises(ValueError, match=match):
+        GraphCRF().fit(X, Y)
+
+
+def test_invalid_parameters():
+    x = (np.zeros((3, 2)), np.array([[0, 1]]))
+    with pytest.raises(ValueError, match="n_states"):
+        GraphCRF(n_states=1).fit([x], [np.zeros(3, int)])
+    with pytest.raises(ValueError, match="Unknown map_oracle"):
+        GraphCRF(inference="magic").fit([x], [np.zeros(3, int)])
+    with pytest.raises(ValueError, match="labels outside"):
+        GraphCRF(n_states=2).fit([x], [np.array([0, 1, 2])])
+    with pytest.raises(ValueError, match="edge_features"):
+        GraphCRF(edge_features=True).fit([x + (np.zeros((2, 1)),)], [np.array([0, 1, 1])])
+    crf = GraphCRF().fit([x], [np.array([0, 1, 1])])
+    with pytest.raises(ValueError, match="node features"):
+        crf.pack([(np.zeros((3, 4)), np.array([[0, 1]]))])
