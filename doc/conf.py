@@ -49,8 +49,9 @@ html_theme = "pydata_sphinx_theme"
 html_title = f"sklearn_ssvm {release}"
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
 
-#: examples that need the CoNLL files (not bundled) or many minutes
-HEAVY = ("plot_casimir_conll.py", "plot_ner_conll2003.py", "plot_bcfw_variants.py")
+#: examples that need the CoNLL files (not bundled), many minutes or the ``examples`` extra
+HEAVY = ("plot_casimir_conll.py", "plot_ner_conll2003.py", "plot_bcfw_variants.py",
+         "plot_graph_crf_denoising.py")
 _which = os.environ.get("SKLEARN_SSVM_DOC_EXAMPLES", "light")
 if _which == "all":
     _pattern = r"/plot_"

@@ -3,11 +3,11 @@ from .estimators import (BCFWStructuredSVM, BCFWStructuredSVMCV, BMRMStructuredS
                          SmoothSSVMClassifier, SmoothSSVMClassifierCV)
 from .path import (GridSearchPath, PathCV, RegularizationPath, cross_validate_path,
                    grid_search_path, regularization_path)
-from .structures import BinarySVM, CandidateSet, ChainCRF, MulticlassSVM, MultiLabel
+from .structures import BinarySVM, CandidateSet, ChainCRF, GraphCRF, MulticlassSVM, MultiLabel
 
 __version__ = "0.1.0.dev0"
 
 __all__ = ["BCFWStructuredSVM", "BCFWStructuredSVMCV", "BMRMStructuredSVM", "BinarySVM", "CandidateSet", "ChainCRF",
-           "GridSearchPath", "MultiLabel", "MulticlassSVM", "PathCV", "PragamSVC",
+           "GraphCRF", "GridSearchPath", "MultiLabel", "MulticlassSVM", "PathCV", "PragamSVC",
            "RegularizationPath", "SmoothSSVMClassifier", "SmoothSSVMClassifierCV", "cross_validate_path",
            "grid_search_path", "regularization_path"]

@@ -33,6 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._kernels.batch import stats_from_labels
 from ._validation import check_params
+from .structures.base import StructuredModel
 from .solvers._common import kernel_threads
 from .solvers.bcfw import (DualState, bcfw, certificate, keep_primal_rescale,
                             rescale_active_sets, weights)
@@ -248,6 +249,11 @@ def _solver_settings(estimator):
     if getattr(estimator, "l1_ratio", 0.0) != 0:
         raise ValueError("Regularization paths with an l1 penalty (l1_ratio > 0) are not "
                          "implemented: Alg. 6 and Prop. 1 are the L2 penalty's (spec 002 §8).")
+    if not isinstance(estimator.structure, StructuredModel):
+        raise ValueError(f"The regularization paths run BCFW's compiled label-space kernels; "
+                         f"{type(estimator.structure).__name__} (oracles run from Python per "
+                         f"graph) is not supported: choose alpha with BCFWStructuredSVMCV or "
+                         f"GridSearchCV.")
     return {name: getattr(estimator, name)
             for name in ("max_iter", "gap_check", "sampling", "step", "cache", "cache_size",
                          "max_active")}

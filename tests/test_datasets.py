@@ -288,3 +288,22 @@ def test_make_chain_data_signal():
 def test_make_chain_data_validation(kwargs, match):
     with pytest.raises(ValueError, match=match):
         make_chain_data(**kwargs)
+
+
+def test_make_snakes():
+    """Every snake is a path of adjacent pixels labelled 1..n from the head, and every pixel's
+    (noise-free) colour points at the next segment."""
+    from sklearn_ssvm.datasets import make_snakes
+    X, Y = make_snakes(n_samples=5, shape=(6, 7), n_segments=8, noise=0.0, random_state=0)
+    for (features, edges, edge_features), y in zip(X, Y):
+        assert features.shape == (42, 31) and edge_features.shape == (len(edges), 6)
+        labels = y.reshape(6, 7)
+        cells = [tuple(np.argwhere(labels == k)[0]) for k in range(1, 9)]
+        assert np.count_nonzero(y) == 8
+        colour = np.argmax(features[:, :6], axis=1).reshape(6, 7)
+        steps = {1: (-1, 0), 2: (1, 0), 3: (0, -1), 4: (0, 1)}
+        for a, b in zip(cells, cells[1:]):
+            assert steps[colour[a]] == (b[0] - a[0], b[1] - a[1])
+        assert colour[cells[-1]] == 5
+    with pytest.raises(ValueError, match="n_segments"):
+        make_snakes(n_samples=1, shape=(2, 2), n_segments=5)

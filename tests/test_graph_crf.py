@@ -153,7 +153,9 @@ def test_joint_feature_and_parametrisations(params):
 def test_top_k_by_bmmf_against_enumeration(inference):
     """The smoothed oracle's top-K labelings are the K best of the enumeration (BMMF over
     constrained MAP calls, or graph-cut max-marginals on binary submodular models)."""
+    from sklearn_ssvm._kernels.smoothed import TOP_K
     from sklearn_ssvm.smoothing import topk_smooth_max
+    from sklearn_ssvm.solvers.smooth import Smoothing
     rng = np.random.default_rng(4)
     for S, x in [(3, grid_graph(rng.normal(size=(2, 3, 2)))), (2, random_graph(rng, 7, 2))]:
         crf, y_true, coef = fitted(rng, x, S, inference=inference)
@@ -163,7 +165,7 @@ def test_top_k_by_bmmf_against_enumeration(inference):
         Y, values = enumerated(crf, x, y_true, coef, True)
         gold = independent_score(crf, x, y_true, coef)
         K, mu = 6, 0.5
-        value, gradient, expected_loss, _ = crf._smoothed(example, coef, K, mu)
+        value, gradient, expected_loss, _ = crf._smoothed(example, coef, Smoothing(TOP_K, K, mu))
         top = np.sort(values)[::-1][:K] - gold
         assert value == pytest.approx(topk_smooth_max(top, mu)[0], abs=1e-9)
         # the gradient is the smoothing weights' mean of phi(y) - phi(y_true)
@@ -317,3 +319,76 @@ def test_invalid_parameters():
     crf = GraphCRF().fit([x], [np.array([0, 1, 1])])
     with pytest.raises(ValueError, match="node features"):
         crf.pack([(np.zeros((3, 4)), np.array([[0, 1]]))])
+
+
+def test_scikit_learn_manners():
+    """GridSearchCV, the CV estimator, warm starts (Prop. 1 rescaling on dense dual states),
+    pickling and the path functions' refusal."""
+    import pickle
+
+    from sklearn.model_selection import GridSearchCV
+
+    from sklearn_ssvm import BCFWStructuredSVMCV, regularization_path
+    rng = np.random.default_rng(10)
+    X, Y = segmentation_data(rng, 12, 3)
+    search = GridSearchCV(BMRMStructuredSVM(GraphCRF()), {"alpha": [1.0, 0.1]}, cv=3)
+    assert search.fit(X, Y).best_params_["alpha"] in (1.0, 0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cv = BCFWStructuredSVMCV(GraphCRF(), alphas=[1.0, 0.1], cv=3, max_iter=10).fit(X, Y)
+        assert cv.alpha_ in (1.0, 0.1)
+        est = BCFWStructuredSVM(GraphCRF(), alpha=0.5, max_iter=200, tol=1e-3,
+                                warm_start=True, step="pairwise", random_state=0).fit(X, Y)
+        cold = BCFWStructuredSVM(GraphCRF(), alpha=0.2, max_iter=200, tol=1e-3,
+                                 step="pairwise", random_state=0).fit(X, Y)
+        est.set_params(alpha=0.2).fit(X, Y)
+    # the certified intervals of the warm and the cold fit overlap
+    assert est.dual_objective_ <= cold.primal_objective_ + 1e-9
+    assert cold.dual_objective_ <= est.primal_objective_ + 1e-9
+    assert est.duality_gap_ < 0.05
+    clone = pickle.loads(pickle.dumps(est))
+    assert all(np.array_equal(a, b) for a, b in zip(clone.predict(X), est.predict(X)))
+    with pytest.raises(ValueError, match="BCFWStructuredSVMCV or GridSearchCV"):
+        regularization_path(BCFWStructuredSVM(GraphCRF()), X, Y)
+    with pytest.raises(ValueError, match="Frank-Wolfe or pairwise"):
+        BCFWStructuredSVM(GraphCRF(), step="away").fit(X, Y)
+
+
+def test_entropy_smoothing_through_trw():
+    """``smoothing="entropy"``: TRW's bound ``mu Phi_TRW(theta / mu)`` is the exact smoothed
+    hinge on trees (value, gradient and expected loss against enumeration) and an upper bound
+    on loopy graphs; only the forest calls count as exact."""
+    from scipy.special import logsumexp
+
+    from sklearn_ssvm._kernels.smoothed import ENTROPY
+    from sklearn_ssvm.solvers.smooth import Smoothing
+    rng = np.random.default_rng(11)
+    mu = 0.7
+    for tree in (True, False):
+        for S in (2, 3):
+            x = random_tree(rng, 6, 2) if tree else random_graph(rng, 6, 2)
+            crf, y_true, coef = fitted(rng, x, S)
+            example = crf.pack([x], [y_true]).examples[0]
+            value, gradient, expected_loss, (name, exact) = crf._smoothed(
+                example, coef, Smoothing(ENTROPY, 1, mu))
+            Y, values = enumerated(crf, x, y_true, coef, True)
+            gold = independent_score(crf, x, y_true, coef)
+            smoothed = mu * logsumexp(values / mu) - gold
+            assert name == "TRW" and exact == tree
+            assert value >= smoothed - 1e-9
+            if tree:
+                q = np.exp((values - values.max()) / mu)
+                q /= q.sum()
+                phi = np.array([crf.joint_feature(x, y) for y in Y])
+                assert value == pytest.approx(smoothed, abs=1e-7)
+                assert np.allclose(gradient, q @ phi - crf.joint_feature(x, y_true), atol=1e-6)
+                assert expected_loss == pytest.approx(q @ np.mean(Y != y_true, axis=1),
+                                                      abs=1e-7)
+    X, Y = segmentation_data(rng, 6, 3)
+    with pytest.warns(UserWarning, match="not a certificate"):
+        est = SmoothSSVMClassifier(GraphCRF(), smoothing="entropy", top_k=None, alpha=0.5,
+                                   max_iter=3, random_state=0).fit(X, Y)
+    assert not est.gap_certified_ and "TRW" in est.oracle_calls_
+    assert est.objective_ == pytest.approx(est.primal_objective(X, Y))
+    with pytest.raises(ValueError, match="top_k"):
+        SmoothSSVMClassifier(GraphCRF(), top_k=None).fit(X, Y)

@@ -34,7 +34,8 @@ class BCFWStructuredSVM(StructuredEstimator):
     ----------
     structure : StructuredModel
         What is predicted: ``ChainCRF()``, ``BinarySVM()``, ``MulticlassSVM()``,
-        ``MultiLabel()``, ``CandidateSet()``. Cloned at fit; the fitted copy is ``structure_``.
+        ``MultiLabel()``, ``CandidateSet()``, ``GraphCRF()`` (loopy graphs, oracles run from
+        Python per example). Cloned at fit; the fitted copy is ``structure_``.
     alpha : float or None, default=None
         Regularisation ``lambda`` of eq. (1). ``None``: for ``ChainCRF``, 0.01 per unit of
         the largest loss of a sequence (0.01 with the normalised loss, ``0.01 / mean length``
@@ -125,6 +126,13 @@ class BCFWStructuredSVM(StructuredEstimator):
         Primal ``P(w)`` and dual values at the last certificate.
     converged_ : bool
         Whether ``duality_gap_ <= tol``.
+    gap_certified_ : bool
+        Whether every oracle call of the fit was exact, so that the duality gap is a
+        certificate (always True for the compiled structures; graph structures with an
+        approximate ``inference`` give False, with a warning).
+    oracle_calls_ : dict or None
+        Graph structures: the oracle calls of the fit by oracle name (``inference="auto"``
+        says here which ran); None for the compiled structures.
     history_ : list of dict
         Per pass: ``pass``, ``oracle_calls``, ``time``, ``cpu_time``, ``gap_estimate`` (sum of
         stale block gaps) and, at exact checks, ``primal``, ``dual``, ``gap``.

@@ -21,7 +21,8 @@ class BMRMStructuredSVM(StructuredEstimator):
     ----------
     structure : StructuredModel
         What is predicted: ``ChainCRF()``, ``BinarySVM()``, ``MulticlassSVM()``,
-        ``MultiLabel()``, ``CandidateSet()``. Cloned at fit; the fitted copy is ``structure_``.
+        ``MultiLabel()``, ``CandidateSet()``, ``GraphCRF()`` (loopy graphs, oracles run from
+        Python per example). Cloned at fit; the fitted copy is ``structure_``.
     alpha : float or None, default=None
         Regularisation ``lambda`` of eq. (1); ``None`` means ``1 / n_samples``.
     variant : {"qp", "ls"}, default="qp"
@@ -63,6 +64,13 @@ class BMRMStructuredSVM(StructuredEstimator):
         The model's dual value ``J_t(w_t) <= min J``.
     converged_ : bool
         Whether ``duality_gap_ <= tol``.
+    gap_certified_ : bool
+        Whether every oracle call of the fit was exact, so that the duality gap is a
+        certificate (always True for the compiled structures; graph structures with an
+        approximate ``inference`` give False, with a warning).
+    oracle_calls_ : dict or None
+        Graph structures: the oracle calls of the fit by oracle name (``inference="auto"``
+        says here which ran); None for the compiled structures.
     history_ : list of dict
         Per iteration ``t``: ``iter``, ``objective`` (``J`` at the point of the ``t``-th cut,
         ``w_{t-1}``), ``lower_bound``, ``gap``, ``time``, ``cpu_time``.

@@ -192,6 +192,13 @@ class SmoothSSVMClassifier(StructuredEstimator):
     duality_gap_ : float
         Certified gap of ``coef_`` (NaN for SGD).
     converged_ : bool
+    gap_certified_ : bool
+        Whether every oracle call of the fit was exact, so that the duality gap is a
+        certificate (always True for the compiled structures; graph structures with an
+        approximate ``inference`` give False, with a warning).
+    oracle_calls_ : dict or None
+        Graph structures: the oracle calls of the fit by oracle name (``inference="auto"``
+        says here which ran); None for the compiled structures.
     history_ : list of dict
         Per epoch: ``epoch, time, cpu_time, oracle_calls, objective, gap, mu`` (time excludes
         the evaluations), and ``validation_score`` with early stopping.
@@ -426,7 +433,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         rng = self._rng()
         smoothing = self._smoothing(problem.kind)
         if getattr(problem, "dense_oracles", False):
-            smooth.dense_top_k(smoothing)  # refuses what loopy graphs cannot smooth
+            problem.check_smoothing(smoothing)  # refuses what the graph structure cannot smooth
             smooth.check_dense_penalty(penalty)
         init = None
         if previous is not None:

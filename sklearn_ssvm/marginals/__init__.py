@@ -11,12 +11,13 @@ from ._mrf import PairwiseMRF, grid_edges, random_complete_graph, random_grid, r
 from ._oracles import (AlphaExpansionMAP, AutoMAP, BestOfMAP, BruteForceMAP, GraphCutMAP, ICMMAP,
                        MAPResult, MaxProductMAP, MILPMAP, TreeMAP)
 from ._solvers import (TRWFrankWolfe, frank_wolfe_trw, initial_rho, rescale_weights,
-                       trw_barrier_fw, trw_local_polytope, update_delta)
+                       trbp_log_partition, trw_barrier_fw, trw_local_polytope, update_delta)
 from ._spanning import (edge_mutual_information, entropy_coefficients, matrix_tree_rho,
                         max_weight_spanning_tree, spanning_tree_edge_probs, trw_objective)
 
 __all__ = ["PairwiseMRF", "TRWBarrierFW", "TRWLocalPolytope", "TRWFrankWolfe",
-           "frank_wolfe_trw", "trw_barrier_fw", "trw_local_polytope", "initial_rho",
+           "frank_wolfe_trw", "trw_barrier_fw", "trw_local_polytope", "trbp_log_partition",
+           "initial_rho",
            "update_delta", "rescale_weights",
            "MAPResult", "AlphaExpansionMAP", "AutoMAP", "BestOfMAP", "BruteForceMAP",
            "GraphCutMAP", "ICMMAP", "MaxProductMAP",

@@ -244,12 +244,20 @@ class MaxProductMAP(_Oracle):
         self.damping = damping
         self.max_iter = max_iter
         self.tol = tol
+        self._cache = (None, None)
 
     def _weights(self, mrf):
+        """The edge weights, computed once per model (the spanning-tree probabilities invert
+        the graph's Laplacian)."""
+        if self._cache[0] is mrf:
+            return self._cache[1]
         if isinstance(self.rho, str) and self.rho == "loopy":
-            return np.ones(mrf.n_edges)
-        from ._solvers import initial_rho  # the solvers import this module
-        return np.maximum(initial_rho(mrf, self.rho), 1e-12)
+            weights = np.ones(mrf.n_edges)
+        else:
+            from ._solvers import initial_rho  # the solvers import this module
+            weights = np.maximum(initial_rho(mrf, self.rho), 1e-12)
+        self._cache = (mrf, weights)
+        return weights
 
     def __call__(self, mrf, potentials, init=None):
         pot = _check_potentials(mrf, potentials)

@@ -576,6 +576,49 @@ def trw_barrier_fw(mrf, map_oracle="auto", rho0="matrix_tree", n_rho_iter=10, to
             "trw": trw_objective(mrf, state.x, rho), "gap": info["gap"], "rho_gaps": rho_gaps}
 
 
+def trbp_log_partition(mrf, theta, rho, damping=0.5, tol=1e-8, max_iter=2000):
+    """Compute TRW's upper bound on ``log Z(theta)`` over the local polytope at fixed ``rho``.
+
+    Tree-reweighted belief propagation (Wainwright, Jaakkola & Willsky 2005; the TRBP baseline
+    of spec 004), for potentials other than the model's own.
+
+    At a fixed point the pseudo-marginals ``tau`` maximise ``TRW(tau; theta, rho)`` over the
+    local polytope, the value is ``>= log Z(theta)`` and, as a function of ``theta``, convex with
+    gradient ``tau``; on a forest with ``rho = 1`` it is ``log Z`` and ``tau`` the marginals.
+
+    Parameters
+    ----------
+    mrf : PairwiseMRF
+        The graph and state counts (its own ``theta`` is not used).
+    theta : array_like of shape (mrf.dim,)
+        Log-potentials in the layout of ``mrf``.
+    rho : array_like of shape (mrf.n_edges,)
+        Edge appearance probabilities (spanning-tree polytope).
+    damping : float, default=0.5
+        Weight of the old log message, in ``[0, 1)``.
+    tol : float, default=1e-8
+        Largest change of a log message at convergence.
+    max_iter : int, default=2000
+        Sweeps over the edges.
+
+    Returns
+    -------
+    bound : float
+        ``TRW(tau; theta, rho)``.
+    tau : ndarray of shape (mrf.dim,)
+        The pseudo-marginals.
+    converged : bool
+        Whether the messages reached ``tol``.
+    """
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    logm = np.zeros((2 * mrf.n_edges, int(mrf.n_states.max())))
+    tau = np.empty(mrf.dim)
+    _, change = K.trbp(theta, np.maximum(rho, 1e-12), mrf.node_offsets, mrf.edges,
+                       mrf.edge_offsets, mrf.n_states, mrf._inc_ptr, mrf._inc_edge,
+                       mrf._inc_other, mrf._inc_first, logm, damping, tol, max_iter, tau)
+    return trw_objective(mrf, tau, rho, theta), tau, bool(change < tol)
+
+
 def trw_local_polytope(mrf, rho0="matrix_tree", n_rho_iter=0, damping=0.5, tol=1e-8,
                        max_iter=2000):
     """TRW over the local polytope by tree-reweighted belief propagation (the baseline of the

@@ -159,7 +159,7 @@ def edge_mutual_information(mrf, mu):
     return hn[mrf.edges[:, 0]] + hn[mrf.edges[:, 1]] - he
 
 
-def trw_objective(mrf, mu, rho):
+def trw_objective(mrf, mu, rho, theta=None):
     """``TRW(mu; theta, rho) = <theta, mu> + H(mu; rho)`` (spec 004 eq. (2)).
 
     Parameters
@@ -170,6 +170,8 @@ def trw_objective(mrf, mu, rho):
         Marginal vector in the flat layout (``0 log 0 = 0`` in the entropies).
     rho : array_like of shape (mrf.n_edges,)
         Edge appearance probabilities.
+    theta : array_like of shape (mrf.dim,) or None, default=None
+        Log-potentials in the layout of ``mrf``; None means ``mrf.theta``.
 
     Returns
     -------
@@ -179,7 +181,7 @@ def trw_objective(mrf, mu, rho):
     h = _block_entropies(mrf, mu)
     k = np.concatenate([1.0 - np.bincount(mrf.edges.ravel(), weights=np.repeat(rho, 2),
                                           minlength=mrf.n_nodes), rho])
-    return float(mrf.theta @ mu + k @ h)
+    return float((mrf.theta if theta is None else theta) @ mu + k @ h)
 
 
 def matrix_tree_rho(mrf):

@@ -256,8 +256,9 @@ def certificate(problem, state, v, penalty, box=None):
     ``ElasticNet`` or a float ``alpha``. The primal point is ``w = primal_point(v)``,
     ``P = r(w) + mean_i w_i H_i(w)`` (``w_i`` the sample weights) and
     ``D = sum_i ell_i - r*(c v)``; with a feasible set (a ``Projection``: box constraints, spec
-    002 eq. (53)) ``r*`` is that of the penalty restricted to it. The gap is the sum of the block gaps, equal
-    to ``P - D`` (Fenchel-Young: ``w`` is the gradient of ``r*`` at ``c v``).
+    002 eq. (53)) ``r*`` is that of the penalty restricted to it. The gap is the sum of the
+    block gaps, equal to ``P - D`` (Fenchel-Young: ``w`` is the gradient of ``r*`` at
+    ``c v``).
     """
     penalty = as_penalty(penalty)
     w = primal_point(v, penalty, box)

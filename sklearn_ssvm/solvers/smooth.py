@@ -26,7 +26,6 @@ import numpy as np
 from ..penalties import as_penalty
 from .._kernels.batch import expected_losses, weights_from_state
 from .._kernels.penalty import soft_line_search
-from .._kernels.smoothed import NONE, TOP_K
 from .._kernels.stochastic import (RSUM, S, R, WSUM, flush, lazy_state, prox_steps,
                                    stochastic_steps)
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
@@ -55,17 +54,6 @@ class Smoothing:
 
     def at(self, mu):
         return replace(self, mu=float(mu))
-
-
-def dense_top_k(smoothing):
-    """``top_k`` of a dense-oracle problem's smoothed oracle (None: the hard max)."""
-    if smoothing.code == NONE:
-        return None
-    if smoothing.code != TOP_K:
-        raise ValueError("Entropy smoothing and l2 smoothing over all outputs are not "
-                         "available on loopy graphs (the log-partition function is #P-hard, "
-                         "the outputs are not enumerated): use smoothing='l2' with top_k.")
-    return smoothing.K
 
 
 @dataclass
@@ -125,8 +113,7 @@ class DualBound:
 
 def full_gradient(problem, coef, smoothing):
     if _dense(problem):  # per-example dense gradients stand for the label statistics M
-        top_k = dense_top_k(smoothing)
-        values, grads, ells = zip(*(problem.smoothed(i, coef, top_k, smoothing.mu)
+        values, grads, ells = zip(*(problem.smoothed(i, coef, smoothing)
                                     for i in range(problem.n_samples)))
         grads = np.array(grads)
         w = problem.sample_weight
@@ -191,9 +178,8 @@ class DenseIterate:
         self.weight = 0.0
 
     def steps(self, smoothing, M_ref, Q_ref, samples, step_sizes, decays, weights):
-        top_k = dense_top_k(smoothing)
         for i, gamma, decay, omega in zip(samples, step_sizes, decays, weights):
-            grad = self.problem.smoothed(i, self.w, top_k, smoothing.mu)[1] - M_ref[i]
+            grad = self.problem.smoothed(i, self.w, smoothing)[1] - M_ref[i]
             self.w = self.problem.project(decay * self.w - gamma * (self.B + grad))
             self.acc += omega * self.w
             self.weight += omega

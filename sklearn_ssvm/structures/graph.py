@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from .._kernels.smoothed import NONE, TOP_K
 from .._kernels.threads import thread_map
 from ..smoothing import topk_smooth_max
 from .base import ExampleWeights
@@ -848,9 +849,19 @@ class BinaryGraphCRF(BaseEstimator):
         y_best, value = graphcut_map(unary, edges, theta)
         return y_best, value, gold, ("graphcut", True)
 
-    def _smoothed(self, example, coef, top_k, mu):
-        return (*self._smoothed_potentials(self._scores(example, coef), top_k, mu),
+    def _smoothed(self, example, coef, smoothing):
+        top_k = None if smoothing.code == NONE else smoothing.K
+        return (*self._smoothed_potentials(self._scores(example, coef), top_k, smoothing.mu),
                 ("graphcut", True))
+
+    @staticmethod
+    def _check_smoothing(code):
+        if code not in (NONE, TOP_K):
+            raise ValueError("Entropy smoothing and l2 smoothing over all outputs are not "
+                             "available for BinaryGraphCRF (the log-partition function is "
+                             "#P-hard on loopy graphs, the outputs are not enumerated): use "
+                             "smoothing='l2' with top_k, or GraphCRF, whose entropy smoothing "
+                             "is TRW's bound.")
 
     def _phi(self, example, y):
         return self._phi_of(example[0], example[1], np.asarray(y))
@@ -964,14 +975,19 @@ class GraphProblem(ExampleWeights):
         return type(self)(self.structure, [self.examples[i] for i in idx]).with_sample_weight(
             self.sample_weight[idx])
 
-    def smoothed(self, i, coef, top_k, mu):
-        """Smoothed loss of example ``i`` at ``coef``, its gradient (``phi(y*) - phi(y_i)``
-        averaged over the smoothing weights) and expected loss (top-K l2 smoothing;
-        ``top_k=None``: the hard max)."""
+    def smoothed(self, i, coef, smoothing):
+        """Smoothed loss of example ``i`` at ``coef``, its gradient (``E[phi(y)] - phi(y_i)``
+        under the smoothing's distribution) and expected loss; ``smoothing`` a
+        ``solvers.smooth.Smoothing`` (the hard max, top-K l2, or entropy where the structure
+        has it)."""
         value, gradient, expected_loss, report = self.structure._smoothed(self.examples[i],
-                                                                          coef, top_k, mu)
+                                                                          coef, smoothing)
         self._record(report)
         return value, gradient, expected_loss
+
+    def check_smoothing(self, smoothing):
+        """Refuse, before a fit starts, a smoothing the structure has no oracle for."""
+        self.structure._check_smoothing(smoothing.code)
 
     def phi(self, i, y):
         """``phi(x_i, y)``, dense."""

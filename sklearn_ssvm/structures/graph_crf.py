@@ -14,8 +14,10 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from .._kernels.smoothed import ENTROPY, L2, NONE
 from ..marginals._mrf import PairwiseMRF
 from ..marginals._oracles import BruteForceMAP, GraphCutMAP, MILPMAP, TreeMAP, check_map_oracle
+from ..marginals._solvers import initial_rho, trbp_log_partition
 from ..smoothing import topk_smooth_max
 from .graph import GraphProblem, bmmf_topk, graphcut_max_marginals
 
@@ -95,6 +97,7 @@ class _Graph:
         self.mrf = PairwiseMRF(S, model_edges, np.zeros((features.shape[0], S)),
                                np.zeros((len(model_edges), S, S)))
         self.oracle = None
+        self.rho = None  # TRW's edge appearance probabilities, once needed
 
     @property
     def n_nodes(self):
@@ -617,11 +620,13 @@ class GraphCRF(BaseEstimator):
                     table[v, s] = best(mask)[1]
         return table, y_best
 
-    def _smoothed(self, example, coef, top_k, mu):
+    def _smoothed(self, example, coef, smoothing):
         """Smoothed hinge of one example, its gradient, the expected loss and ``(oracle name,
-        exact)`` (top-K l2 smoothing by BMMF, spec 000 Algo. 10 and eq. (11); ``top_k=None``:
-        the hard max)."""
-        if top_k is None:
+        exact)``: the hard max, top-K l2 smoothing by BMMF (spec 000 Algo. 10 and eq. (11)),
+        or entropy smoothing through TRW's bound (:meth:`_trw_smoothed`)."""
+        if smoothing.code == ENTROPY:
+            return self._trw_smoothed(example, coef, smoothing.mu)
+        if smoothing.code == NONE:
             y_star, value, gold, report = self._decode(example, coef, True)
             labelings, weights, value = [y_star], np.ones(1), value - gold
         else:
@@ -630,14 +635,45 @@ class GraphCRF(BaseEstimator):
             report = (type(oracle).__name__, bool(getattr(oracle, "exact", False)))
             labelings, scores = bmmf_topk(
                 lambda allowed: self._max_marginals(example, potentials, allowed),
-                example.n_nodes, top_k, self.n_states_)
-            value, weights, _ = topk_smooth_max(scores - gold, mu)
+                example.n_nodes, smoothing.K, self.n_states_)
+            value, weights, _ = topk_smooth_max(scores - gold, smoothing.mu)
         gradient = -self._phi(example, example.y)
         expected_loss = 0.0
         for k in np.flatnonzero(weights > 0.0):
             gradient += weights[k] * self._phi(example, labelings[k])
             expected_loss += weights[k] * self._loss(example, labelings[k])
         return float(value), gradient, expected_loss, report
+
+    def _trw_smoothed(self, example, coef, mu):
+        """Entropy smoothing ``mu log sum_y exp(H(y) / mu)`` (Pillutla et al. 2018, eq. (8))
+        replaced by TRW's bound ``mu Phi_TRW(theta / mu)`` (Wainwright et al. 2005; spec 004's
+        local-polytope TRW at uniform spanning-tree weights): a convex upper bound on the
+        entropy-smoothed hinge, hence on the hinge, with gradient the pseudo-marginals'
+        ``E_tau[phi] - phi(y_i)``. Exact on forests; elsewhere the pseudo-marginals are not a
+        distribution over labelings, so no certificate (``exact=False``)."""
+        potentials, gold = self._potentials(example, coef, True)
+        mrf = example.mrf
+        if example.rho is None:
+            example.rho = initial_rho(mrf, "uniform") if mrf.n_edges else np.zeros(0)
+        bound, tau, _ = trbp_log_partition(mrf, potentials / mu, example.rho)
+        S = self.n_states_
+        nodes = tau[:mrf.edge_offsets[0]].reshape(-1, S)
+        pairs = tau[mrf.edge_offsets[0]:].reshape(-1, S, S)[example.target]
+        pairs = np.where(example.reversed[:, None, None], pairs.transpose(0, 2, 1), pairs)
+        pair = np.tensordot(example.edge_features, pairs, axes=(0, 0))
+        if not self.directed:
+            pair = 0.5 * (pair + pair.transpose(0, 2, 1))
+        expected = np.concatenate([(example.features.T @ nodes).ravel(), pair.ravel()])
+        wrong = example.n_nodes - nodes[np.arange(example.n_nodes), example.y].sum()
+        expected_loss = wrong / example.n_nodes if self.normalize_loss else wrong
+        return (float(mu * bound - gold), expected - self._phi(example, example.y),
+                float(expected_loss), ("TRW", mrf.is_forest()))
+
+    @staticmethod
+    def _check_smoothing(code):
+        if code == L2:
+            raise ValueError("l2 smoothing over all outputs needs the outputs enumerated; on "
+                             "graphs use smoothing='l2' with top_k (BMMF), or 'entropy' (TRW).")
 
     @staticmethod
     def _example_arrays(example):
