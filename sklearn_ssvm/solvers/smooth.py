@@ -113,8 +113,7 @@ class DualBound:
 
 def full_gradient(problem, coef, smoothing):
     if _dense(problem):  # per-example dense gradients stand for the label statistics M
-        values, grads, ells = zip(*(problem.smoothed(i, coef, smoothing)
-                                    for i in range(problem.n_samples)))
+        values, grads, ells = problem.smoothed_all(coef, smoothing)
         grads = np.array(grads)
         w = problem.sample_weight
         return FullGradient(problem.weighted_mean(values), w @ grads / len(w), grads, None,

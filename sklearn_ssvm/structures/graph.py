@@ -985,6 +985,16 @@ class GraphProblem(ExampleWeights):
         self._record(report)
         return value, gradient, expected_loss
 
+    def smoothed_all(self, coef, smoothing):
+        """:meth:`smoothed` of every example, on the ``n_jobs`` threads (``thread_map``; the
+        oracle reports are gathered here, in the calling thread): lists of values, gradients
+        and expected losses."""
+        results = thread_map(lambda i: self.structure._smoothed(self.examples[i], coef,
+                                                                smoothing), self.n_samples)
+        for r in results:
+            self._record(r[3])
+        return [r[0] for r in results], [r[1] for r in results], [r[2] for r in results]
+
     def check_smoothing(self, smoothing):
         """Refuse, before a fit starts, a smoothing the structure has no oracle for."""
         self.structure._check_smoothing(smoothing.code)
