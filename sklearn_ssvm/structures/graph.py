@@ -66,6 +66,22 @@ def _check_edges(edges, p):
     return arr.astype(np.int64)
 
 
+def _check_matrix(value, name, i, min_rows=1, min_cols=0):
+    """A finite 2-D float64 array of example ``i`` with at least ``min_rows`` rows and
+    ``min_cols`` columns, or a ValueError naming ``name``."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.ndim != 2 or arr.shape[0] < min_rows or arr.shape[1] < min_cols:
+        raise ValueError(f"Example {i}: {name} must be a 2-D numeric array with at least "
+                         f"{min_rows} row(s) and {min_cols} column(s), got shape "
+                         f"{np.shape(value)}.")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"Example {i}: {name} contains NaN or infinity.")
+    return arr
+
+
 def _check_model(unary, edges, pairwise):
     """Validated ``(unary (p, 2), edges (E, 2), tables (E, 2, 2))``; tables must be submodular."""
     unary = np.asarray(unary, dtype=np.float64)
@@ -582,15 +598,7 @@ class BinaryGraphCRF(BaseEstimator):
         number of node features, or None)."""
         if not isinstance(x, (tuple, list)) or len(x) != 2:
             raise ValueError(f"Example {i} must be a pair (node_features, edges).")
-        try:
-            features = np.asarray(x[0], dtype=np.float64)
-        except (TypeError, ValueError):
-            features = None
-        if features is None or features.ndim != 2 or features.shape[0] == 0:
-            raise ValueError(f"Example {i}: node_features must be a 2-D (n_nodes, n_features) "
-                             f"numeric array with n_nodes >= 1, got shape {np.shape(x[0])}.")
-        if not np.all(np.isfinite(features)):
-            raise ValueError(f"Example {i}: node_features contains NaN or infinity.")
+        features = _check_matrix(x[0], "node_features", i)
         if n_features is not None and features.shape[1] != n_features:
             raise ValueError(f"Example {i} has {features.shape[1]} node features, expected "
                              f"{n_features}.")

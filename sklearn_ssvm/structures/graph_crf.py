@@ -8,18 +8,19 @@ the duality gaps stay certified, with an approximate one they do not, and the fi
 say so (``gap_certified_``).
 """
 import copy
-import numbers
+from functools import lru_cache
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from .._kernels.smoothed import ENTROPY, L2, NONE
-from ..marginals._mrf import PairwiseMRF
+from ..marginals._mrf import PairwiseMRF, grid_edges
 from ..marginals._oracles import BruteForceMAP, GraphCutMAP, MILPMAP, TreeMAP, check_map_oracle
 from ..marginals._solvers import initial_rho, trbp_log_partition
 from ..smoothing import topk_smooth_max
-from .graph import GraphProblem, bmmf_topk, graphcut_max_marginals
+from .graph import (GraphProblem, _check_count, _check_edges, _check_matrix, bmmf_topk,
+                    graphcut_max_marginals)
 
 __all__ = ["GraphCRF", "grid_graph"]
 
@@ -59,14 +60,16 @@ def grid_graph(image, neighborhood=4):
     if neighborhood not in (4, 8):
         raise ValueError(f"neighborhood must be 4 or 8, got {neighborhood!r}.")
     rows, cols = arr.shape[:2]
-    idx = np.arange(rows * cols).reshape(rows, cols)
-    pairs = [(idx[:, :-1], idx[:, 1:]), (idx[:-1, :], idx[1:, :])]
+    edges = grid_edges(rows, cols)
     if neighborhood == 8:
-        pairs += [(idx[:-1, :-1], idx[1:, 1:]), (idx[:-1, 1:], idx[1:, :-1])]
-    edges = np.concatenate([np.stack([a.ravel(), b.ravel()], axis=1) for a, b in pairs])
-    return arr.reshape(rows * cols, -1), edges.astype(np.int64)
+        idx = np.arange(rows * cols).reshape(rows, cols)
+        diagonals = [np.stack([a.ravel(), b.ravel()], axis=1) for a, b in
+                     [(idx[:-1, :-1], idx[1:, 1:]), (idx[:-1, 1:], idx[1:, :-1])]]
+        edges = np.concatenate([edges] + diagonals).astype(np.int64)
+    return arr.reshape(rows * cols, -1), edges
 
 
+@lru_cache(maxsize=1)
 def _maxflow_available():
     try:
         import maxflow  # noqa: F401
@@ -367,11 +370,8 @@ class GraphCRF(BaseEstimator):
     # -- validation ------------------------------------------------------------------------
 
     def _check_params(self):
-        if self.n_states is not None and (isinstance(self.n_states, bool)
-                                          or not isinstance(self.n_states, numbers.Integral)
-                                          or self.n_states < 2):
-            raise ValueError(f"n_states must be an integer >= 2 or None, got "
-                             f"{self.n_states!r}.")
+        if self.n_states is not None:
+            _check_count(self.n_states, "n_states", 2)
         if isinstance(self.inference, str):
             check_map_oracle(self.inference)
         elif not callable(self.inference):
@@ -421,29 +421,16 @@ class GraphCRF(BaseEstimator):
         if not isinstance(x, (tuple, list)) or len(x) != size:
             raise ValueError(f"Example {i} must be a tuple (node_features, edges"
                              f"{', edge_features' if self.edge_features else ''}).")
-        features = self._finite_matrix(x[0], "node_features", i)
+        features = _check_matrix(x[0], "node_features", i, min_cols=1)
         if n_features is not None and features.shape[1] != n_features:
             raise ValueError(f"Example {i} has {features.shape[1]} node features, expected "
                              f"{n_features}.")
-        p = features.shape[0]
-        edges = np.asarray(x[1])
-        if edges.size == 0:
-            edges = np.zeros((0, 2), dtype=np.int64)
-        if edges.ndim != 2 or edges.shape[1] != 2 or not np.issubdtype(edges.dtype,
-                                                                       np.integer):
-            raise ValueError(f"Example {i}: edges must be an integer array of shape "
-                             f"(n_edges, 2), got shape {edges.shape} and dtype {edges.dtype}.")
-        bad = np.flatnonzero(((edges < 0) | (edges >= p)).any(axis=1))
-        if len(bad):
-            raise ValueError(f"Example {i}: edge {bad[0]} {edges[bad[0]].tolist()} has an "
-                             f"endpoint out of range for {p} nodes.")
-        loops = np.flatnonzero(edges[:, 0] == edges[:, 1])
-        if len(loops):
-            raise ValueError(f"Example {i}: edge {loops[0]} {edges[loops[0]].tolist()} is a "
-                             f"self loop.")
-        edges = edges.astype(np.int64)
+        try:
+            edges = _check_edges(x[1], features.shape[0])
+        except ValueError as exc:
+            raise ValueError(f"Example {i}: {exc}") from None
         if self.edge_features:
-            edge_features = self._finite_matrix(x[2], "edge_features", i, rows=False)
+            edge_features = _check_matrix(x[2], "edge_features", i, min_rows=0, min_cols=1)
             if edge_features.shape[0] != edges.shape[0]:
                 raise ValueError(f"Example {i} has {edges.shape[0]} edges but "
                                  f"{edge_features.shape[0]} rows of edge_features.")
@@ -453,20 +440,6 @@ class GraphCRF(BaseEstimator):
         else:
             edge_features = np.ones((edges.shape[0], 1))
         return features, edges, edge_features
-
-    @staticmethod
-    def _finite_matrix(value, name, i, rows=True):
-        try:
-            arr = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError):
-            arr = None
-        if arr is None or arr.ndim != 2 or (rows and arr.shape[0] == 0) or arr.shape[1] == 0:
-            raise ValueError(f"Example {i}: {name} must be a 2-D numeric array with at least "
-                             f"one {'row and one ' if rows else ''}column, got shape "
-                             f"{np.shape(value)}.")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"Example {i}: {name} contains NaN or infinity.")
-        return arr
 
     def _encode(self, y, p, i, unseen=None):
         """State indices of the labels ``y`` of example ``i`` (``unseen``: the index of labels
