@@ -166,6 +166,56 @@ def extract_chunks(tags, scheme="iob", *, _where=""):
     return chunks
 
 
+#: prefix codes of the vectorised chunk reading
+_O, _B, _I, _E, _S = range(5)
+
+
+def _chunk_keys(P, T, first, n_types, longest):
+    """The chunks of a corpus as integer keys ``(start, length, type)``, the rules of
+    :func:`extract_chunks` on the arrays of every token's prefix code ``P``, type ``T`` and
+    whether it opens a sentence (``first``): a token continues the chunk before it when it is
+    ``I-X`` / ``E-X``, not first, and follows a token of type ``X`` that is neither ``O`` nor a
+    chunk's end (``E``, ``S``); a chunk is a maximal run of a starting token and the tokens
+    continuing it."""
+    before_P, before_T = np.roll(P, 1), np.roll(T, 1)
+    continues = (~first & (before_P != _O) & (before_P != _E) & (before_P != _S)
+                 & ((P == _I) | (P == _E)) & (T == before_T))
+    starts = np.flatnonzero((P != _O) & ~continues)
+    members = np.flatnonzero(P != _O)  # every non-O token starts or continues a chunk
+    last = np.r_[np.flatnonzero(np.diff(np.cumsum(~continues[members]))), members.size - 1]
+    ends = members[last] + 1 if members.size else members
+    return (starts * (longest + 1) + ends - starts) * n_types + T[starts]
+
+
+def _chunk_counts(Y_true, Y_pred, scheme, allowed):
+    """Per chunk type (sorted): true, predicted and correct chunk counts of the corpus, read at
+    once with numpy; None when a tag is not a valid string of ``scheme`` (the per-sentence
+    reading then names it)."""
+    lengths = np.array([len(y) for y in Y_true], dtype=np.int64)
+    flat = [tag for y in Y_true for tag in y] + [tag for y in Y_pred for tag in y]
+    if not flat or not all(isinstance(tag, str) for tag in flat):
+        return None
+    tags, inverse = np.unique(np.array(flat, dtype=str), return_inverse=True)
+    try:
+        parts = [_split_tag(str(tag), scheme, allowed, "") for tag in tags]
+    except ValueError:
+        return None
+    types = sorted({chunk_type for prefix, chunk_type in parts if prefix != "O"})
+    code = {"O": _O, "B": _B, "I": _I, "E": _E, "S": _S}
+    prefix = np.array([code[p] for p, _ in parts], dtype=np.int8)[inverse.ravel()]
+    type_id = np.array([types.index(t) if p != "O" else -1 for p, t in parts])[inverse.ravel()]
+    first = np.zeros(lengths.sum(), dtype=bool)
+    first[np.cumsum(lengths)[:-1][lengths[1:] > 0]] = True
+    first[0] = True
+    half = lengths.sum()
+    n_types = max(len(types), 1)
+    keys = [_chunk_keys(prefix[k:k + half], type_id[k:k + half], first, n_types,
+                        int(lengths.max())) for k in (0, half)]
+    correct = np.intersect1d(*keys, assume_unique=True)
+    return (types, *(np.bincount(k % n_types, minlength=n_types)
+                     for k in (keys[0], keys[1], correct)))
+
+
 def _prf(n_correct, n_pred, n_true):
     precision = n_correct / n_pred if n_pred else 0.0
     recall = n_correct / n_true if n_true else 0.0
@@ -225,8 +275,15 @@ def chunk_precision_recall_f1(Y_true, Y_pred, *, scheme="iob", average="micro"):
     """
     if average not in ("micro", None):
         raise ValueError("average must be 'micro' or None, got %r" % (average,))
-    _check_scheme(scheme)
+    allowed = _check_scheme(scheme)
     Y_true, Y_pred = _check_sequences(Y_true, Y_pred)
+    counts = _chunk_counts(Y_true, Y_pred, scheme, allowed)
+    if counts is not None:  # every tag valid: the corpus at once
+        types, n_true, n_pred, n_correct = counts
+        if average == "micro":
+            return _prf(int(n_correct.sum()), int(n_pred.sum()), int(n_true.sum()))
+        return {t: _prf(int(c), int(p), int(s)) + (int(s),)
+                for t, c, p, s in zip(types, n_correct, n_pred, n_true) if p or s}
     n_true, n_pred, n_correct = Counter(), Counter(), Counter()
     for i, (yt, yp) in enumerate(zip(Y_true, Y_pred)):
         true_chunks = extract_chunks(yt, scheme, _where="in Y_true[%d] " % i)

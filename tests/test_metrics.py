@@ -254,6 +254,43 @@ def test_extract_chunks_matches_predicate_formulation(tags):
     assert extract_chunks(tags, scheme="iobes") == _reference_chunks(tags)
 
 
+def _scores_by_sentence(y_true, y_pred, scheme):
+    """Per-type (correct, predicted, true) chunk counts, one sentence at a time through
+    :func:`extract_chunks`: the reading the corpus-wide numpy one must equal."""
+    counts = defaultdict(lambda: [0, 0, 0])
+    for yt, yp in zip(y_true, y_pred):
+        true, pred = set(extract_chunks(yt, scheme)), set(extract_chunks(yp, scheme))
+        for kind, *_ in true & pred:
+            counts[kind][0] += 1
+        for kind, *_ in pred:
+            counts[kind][1] += 1
+        for kind, *_ in true:
+            counts[kind][2] += 1
+    return counts
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_iobes_tag, max_size=7), max_size=5), st.randoms(use_true_random=False),
+       st.sampled_from(["iob", "iobes"]))
+def test_corpus_counts_equal_the_sentence_by_sentence_reading(y_true, rnd, scheme):
+    """chunk_precision_recall_f1 reads the whole corpus at once with numpy (empty sentences and
+    chunks at sentence edges included); its counts are extract_chunks' per sentence."""
+    if scheme == "iob":
+        y_true = [[t.replace("E-", "I-").replace("S-", "B-") for t in s] for s in y_true]
+    vocab = sorted({t for s in y_true for t in s} | {"O", "B-NP"})
+    y_pred = [[rnd.choice(vocab) for _ in s] for s in y_true]
+    counts = _scores_by_sentence(y_true, y_pred, scheme)
+    micro = [sum(c[k] for c in counts.values()) for k in range(3)]
+    expected = [c / p if p else 0.0 for c, p in ((micro[0], micro[1]), (micro[0], micro[2]))]
+    p, r, f = chunk_precision_recall_f1(y_true, y_pred, scheme=scheme)
+    assert (p, r) == pytest.approx(expected, abs=0) and 0.0 <= f <= 1.0
+    per_type = chunk_precision_recall_f1(y_true, y_pred, scheme=scheme, average=None)
+    assert sorted(per_type) == sorted(counts)
+    for kind, (correct, predicted, true) in counts.items():
+        assert per_type[kind][3] == true
+        assert per_type[kind][0] == (correct / predicted if predicted else 0.0)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(_iob_tag, max_size=8), max_size=4), st.randoms(use_true_random=False))
 def test_chunk_score_properties(y_true, rnd):

@@ -535,21 +535,30 @@ def smoothing_code(smoothing, top_k, kind):
 def check_finite_matrix(x, what):
     """Return ``x`` as CSR float64, raising a ValueError naming ``what`` on NaN or inf, and on
     complex or non-numeric values (numpy would drop imaginary parts with only a warning)."""
+    x = as_float_matrix(x, what)
+    check_values(x.data if sp.issparse(x) else x, what)
+    return x
+
+
+def as_float_matrix(x, what):
+    """``x`` as a float64 CSR matrix or array (no copy when it is one), refusing complex and
+    non-numeric dtypes with a ValueError naming ``what``; the values are not checked."""
     dtype = x.dtype if sp.issparse(x) else np.asarray(x).dtype
     if dtype.kind == "c":
         raise ValueError(f"Complex data not supported: {what} has dtype {dtype}.")
     if dtype.kind not in "biuf":
         raise ValueError(f"{what} must hold real numbers, got dtype {dtype}.")
     if sp.issparse(x):
-        x = sp.csr_matrix(x, dtype=np.float64)
-        values = x.data
-    else:
-        x = np.asarray(x, dtype=np.float64)
-        values = x
+        x = x.tocsr()
+        return x if x.dtype == np.float64 else x.astype(np.float64)
+    return np.asarray(x, dtype=np.float64)
+
+
+def check_values(values, what):
+    """Raise a ValueError naming ``what`` on NaN, infinity or values whose squares overflow."""
     if not np.all(np.isfinite(values)):
         raise ValueError(f"{what} contains NaN or infinity.")
     _check_scale(values, what)
-    return x
 
 
 #: features beyond this magnitude overflow the squared norms and scores the solvers form
@@ -567,8 +576,8 @@ def stack_csr(blocks, n_features):
     """Concatenate per-example token matrices (dense or CSR) into one CSR matrix."""
     if all(not sp.issparse(b) for b in blocks):
         return sp.csr_matrix(np.vstack(blocks))
-    blocks = [sp.csr_matrix(b) for b in blocks]
-    nnz = np.cumsum([0] + [b.nnz for b in blocks])
+    blocks = [b if sp.issparse(b) and b.format == "csr" else sp.csr_matrix(b) for b in blocks]
+    nnz = np.cumsum([0] + [b.indptr[-1] for b in blocks])
     indptr = np.concatenate([[0]] + [b.indptr[1:] + nnz[k] for k, b in enumerate(blocks)])
     return sp.csr_matrix((np.concatenate([b.data for b in blocks]),
                           np.concatenate([b.indices for b in blocks]), indptr),
@@ -1078,7 +1087,7 @@ class SequenceStructure(StructuredModel):
             if not sp.issparse(x) and np.ndim(x) != 2:
                 raise ValueError(f"{self._item} {i} must be a 2-D (n_{self._rows}, n_features) "
                                  f"array, got {np.ndim(x)} dimensions.")
-            x = check_finite_matrix(x, f"{self._item} {i}")
+            x = as_float_matrix(x, f"{self._item} {i}")
             if x.shape[0] == 0:
                 raise ValueError(f"{self._item} {i} is empty (0 {self._rows}).")
             if fitting and i == 0:
@@ -1086,7 +1095,14 @@ class SequenceStructure(StructuredModel):
             self._check_n_features(x.shape[1], i)
             blocks.append(x)
         lengths = np.array([b.shape[0] for b in blocks], dtype=np.int64)
-        return stack_csr(blocks, self.n_features_in_), lengths
+        X_all = stack_csr(blocks, self.n_features_in_)
+        try:  # the values of all examples at once; a failure is named by its example
+            check_values(X_all.data, "X")
+        except ValueError:
+            for i, x in enumerate(blocks):
+                check_values(x.data if sp.issparse(x) else x, f"{self._item} {i}")
+            raise
+        return X_all, lengths
 
 
 def as_real_array(values, what):

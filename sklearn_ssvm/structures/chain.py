@@ -88,13 +88,17 @@ class ChainCRF(SequenceStructure):
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         if Y is None:
             return np.zeros(offsets[-1], dtype=np.int32), offsets
-        codes = []
-        for i, (y, T) in enumerate(zip(Y, lengths)):
-            y = np.asarray(y).ravel()
+        seqs = [np.asarray(y).ravel() for y in Y]
+        for i, (y, T) in enumerate(zip(seqs, lengths)):
             if y.shape[0] != T:
                 raise ValueError(f"Sequence {i} has {T} tokens but {y.shape[0]} labels.")
-            codes.append(self._encode_values(y, i))
-        return np.concatenate(codes).astype(np.int32), offsets
+        values = np.concatenate(seqs)
+        codes = np.clip(np.searchsorted(self.classes_, values), 0, len(self.classes_) - 1)
+        bad = np.flatnonzero(self.classes_[codes] != values)
+        if bad.size:  # raises, naming the example and the label
+            i = int(np.searchsorted(offsets, bad[0], side="right") - 1)
+            self._encode_values(seqs[i], i)
+        return codes.astype(np.int32), offsets
 
     def _augment(self, X_all, tok_offsets):
         if not self.bias:
