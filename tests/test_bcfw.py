@@ -7,7 +7,8 @@ from scipy.optimize import minimize
 from sklearn.base import clone
 from sklearn.svm import LinearSVC
 
-from sklearn_ssvm import BCFWStructuredSVM, BinarySVM, ChainCRF, MulticlassSVM, MultiLabel
+from sklearn_ssvm import (BCFWStructuredSVM, BinarySVM, BMRMStructuredSVM, ChainCRF, MulticlassSVM,
+                          MultiLabel)
 from sklearn_ssvm.solvers.bcfw import bcfw, certificate, weights
 
 from _brute import all_labelings
@@ -103,8 +104,8 @@ def test_chain_matches_qp_solution():
     rng = np.random.default_rng(5)
     X, Y = chain_data(rng, n=6, n_features=2, n_labels=2, max_len=3)
     alpha = 0.2
-    est = BCFWStructuredSVM(ChainCRF(), alpha=alpha, max_iter=3000, tol=1e-3,
-                            random_state=0).fit(X, Y)
+    est = BCFWStructuredSVM(ChainCRF(normalize_loss=True), alpha=alpha, max_iter=3000,
+                            tol=1e-3, random_state=0).fit(X, Y)
     p_star = qp_chain_optimum(est.structure_, X, Y, alpha)
     # weak duality against the independent optimum: D(alpha) <= P* <= P(w) <= D + gap
     assert est.converged_ and est.duality_gap_ <= 1e-3
@@ -267,11 +268,37 @@ def test_unnormalised_loss_is_the_normalised_one_at_alpha_times_length():
     alpha = 0.02
     count = BCFWStructuredSVM(ChainCRF(normalize_loss=False), alpha=alpha, step="pairwise",
                               tol=1e-9, max_iter=5000, random_state=0).fit(X, Y)
-    normalised = BCFWStructuredSVM(ChainCRF(), alpha=alpha * T, step="pairwise", tol=1e-9,
-                                   max_iter=5000, random_state=0).fit(X, Y)
+    normalised = BCFWStructuredSVM(ChainCRF(normalize_loss=True), alpha=alpha * T, step="pairwise",
+                                   tol=1e-9, max_iter=5000, random_state=0).fit(X, Y)
     assert count.converged_ and normalised.converged_
     assert count.primal_objective_ == pytest.approx(T * normalised.primal_objective_, abs=1e-7)
     np.testing.assert_allclose(count.coef_, T * normalised.coef_, atol=1e-4)
+
+
+@pytest.mark.parametrize("estimator, tol", [
+    (lambda structure, alpha, tol: BCFWStructuredSVM(structure, alpha=alpha, tol=tol,
+                                                     max_iter=2000, random_state=0), 1e-3),
+    (lambda structure, alpha, tol: BCFWStructuredSVM(structure, alpha=alpha, step="fw",
+                                                     tol=tol, max_iter=2000, random_state=0),
+     1e-2),
+    (lambda structure, alpha, tol: BMRMStructuredSVM(structure, alpha=alpha, tol=tol), 1e-3)])
+def test_tol_is_relative_the_same_precision_with_either_loss(estimator, tol):
+    """tol is relative to the zero model's objective: the count loss at alpha and the
+    normalised loss at alpha T (one model, sequences of one length T) stop at the same
+    relative precision after about the same work, while their absolute gaps differ by T."""
+    rng = np.random.default_rng(5)
+    T = 6
+    X = [rng.normal(size=(T, 3)) for _ in range(40)]
+    Y = [rng.integers(0, 3, size=T) for _ in range(40)]
+    count = estimator(ChainCRF(normalize_loss=False), 0.01, tol).fit(X, Y)
+    normalised = estimator(ChainCRF(normalize_loss=True), 0.01 * T, tol).fit(X, Y)
+    assert count.loss_scale_ == pytest.approx(T) and normalised.loss_scale_ == pytest.approx(1)
+    for est in (count, normalised):
+        assert est.converged_ and est.duality_gap_ <= tol * est.loss_scale_
+    assert count.duality_gap_ > tol  # not an absolute precision
+    assert abs(count.n_iter_ - normalised.n_iter_) <= 0.1 * normalised.n_iter_
+    # both within tol (relative) of one optimum: P_count(w) = T P_normalised(w / T)
+    assert abs(count.primal_objective_ / T - normalised.primal_objective_) <= tol
 
 
 @pytest.mark.parametrize("normalize_loss", [True, False])
@@ -362,7 +389,7 @@ def test_capped_active_sets_reach_the_qp_optimum(step, cache):
     rng = np.random.default_rng(5)
     X, Y = chain_data(rng, n=6, n_features=2, n_labels=3, max_len=4)
     alpha = 0.02
-    problem = ChainCRF().prepare(X, Y)
+    problem = ChainCRF(normalize_loss=True).prepare(X, Y)
     free = bcfw(problem, alpha, max_iter=4000, tol=1e-6, step=step, random_state=0)
     # the optimum needs 4 atoms in one block; on the way there blocks hold more
     capped = bcfw(problem, alpha, max_iter=4000, tol=1e-6, step=step, cache=cache,
@@ -371,7 +398,8 @@ def test_capped_active_sets_reach_the_qp_optimum(step, cache):
     if not cache:  # the cap bound: drop steps changed the run
         assert [h.get("gap") for h in capped.history] != [h.get("gap") for h in free.history]
     assert capped.converged and capped.certificate.gap <= 1e-6
-    est = BCFWStructuredSVM(ChainCRF(), alpha=alpha, max_iter=1, tol=0.0).fit(X, Y)
+    est = BCFWStructuredSVM(ChainCRF(normalize_loss=True), alpha=alpha, max_iter=1,
+                            tol=0.0).fit(X, Y)
     p_star = qp_chain_optimum(est.structure_, X, Y, alpha)
     assert p_star <= capped.certificate.primal <= p_star + 1e-6
     assert p_star <= free.certificate.primal <= p_star + 1e-6
@@ -389,8 +417,8 @@ def test_pairwise_and_away_reach_the_qp_optimum(step):
     rng = np.random.default_rng(5)
     X, Y = chain_data(rng, n=6, n_features=2, n_labels=2, max_len=3)
     alpha = 0.2
-    est = BCFWStructuredSVM(ChainCRF(), alpha=alpha, max_iter=3000, tol=1e-8, step=step,
-                            random_state=0).fit(X, Y)
+    est = BCFWStructuredSVM(ChainCRF(normalize_loss=True), alpha=alpha, max_iter=3000,
+                            tol=1e-8, step=step, random_state=0).fit(X, Y)
     p_star = qp_chain_optimum(est.structure_, X, Y, alpha)
     assert est.converged_ and est.duality_gap_ <= 1e-8
     assert est.primal_objective_ == pytest.approx(p_star, abs=1e-7)

@@ -70,7 +70,7 @@ def test_stochastic_solvers_fit_the_elastic_net(solver, mu, learning_rate):
     bounds the suboptimality (SVRG solvers)."""
     rng = np.random.default_rng(5)
     X, Y = chain_data(rng)
-    structure = ChainCRF()
+    structure = ChainCRF(normalize_loss=True)  # the learning rates are this loss's
     structure.prepare(X, Y)
     p_star, _ = elastic_net_qp(structure, X, Y, ElasticNet.from_alpha(0.2, 0.5))
     est = SmoothSSVMClassifier(structure, alpha=0.2, l1_ratio=0.5, solver=solver,

@@ -60,9 +60,15 @@ def enumerated(crf, x, y_true, coef, augment):
         values += table[Y[:, a], Y[:, b]] if crf.directed else \
             0.5 * (table[Y[:, a], Y[:, b]] + table[Y[:, b], Y[:, a]])
     if augment:
-        wrong = (Y != y_true).sum(axis=1)
-        values += wrong / p if crf.normalize_loss else wrong
+        values += task_losses(crf, Y, y_true)
     return Y, values
+
+
+def task_losses(crf, Y, y_true):
+    """The loss of each labeling (row of ``Y``): wrong nodes, over their number when
+    normalised."""
+    wrong = (Y != y_true).sum(axis=1)
+    return wrong / Y.shape[1] if crf.normalize_loss else wrong
 
 
 def fitted(rng, x, S, **params):
@@ -175,7 +181,7 @@ def test_top_k_by_bmmf_against_enumeration(inference):
             phi = np.array([crf.joint_feature(x, y) for y in Y[order]])
             assert np.allclose(gradient, weights @ phi - crf.joint_feature(x, y_true))
             assert expected_loss == pytest.approx(
-                weights @ np.mean(Y[order] != y_true, axis=1))
+                weights @ task_losses(crf, Y[order], y_true))
 
 
 def test_dense_bcfw_equals_the_compiled_pass():
@@ -382,7 +388,7 @@ def test_entropy_smoothing_through_trw():
                 phi = np.array([crf.joint_feature(x, y) for y in Y])
                 assert value == pytest.approx(smoothed, abs=1e-7)
                 assert np.allclose(gradient, q @ phi - crf.joint_feature(x, y_true), atol=1e-6)
-                assert expected_loss == pytest.approx(q @ np.mean(Y != y_true, axis=1),
+                assert expected_loss == pytest.approx(q @ task_losses(crf, Y, y_true),
                                                       abs=1e-7)
     X, Y = segmentation_data(rng, 6, 3)
     with pytest.warns(UserWarning, match="not a certificate"):

@@ -78,16 +78,26 @@ def test_declared_labels_are_checked():
 
 
 def test_default_alpha():
-    """alpha=None: BCFW on chains 0.01 per unit of the largest sequence loss; 1/n otherwise."""
-    from sklearn_ssvm import SmoothSSVMClassifier
+    """alpha=None is scale-free: on chains max(0.01, 4.5e-5 T^2) per unit of the loss scale
+    (the same model with either loss), multi-label data 0.01 per unit, 1/n otherwise; every
+    estimator of the objective takes the same."""
+    from sklearn_ssvm import BMRMStructuredSVM, MultiLabel, SmoothSSVMClassifier
 
     X, Y = rare_label_sequences(np.random.default_rng(3))
+    T = np.mean([len(y) for y in Y])
+    per_unit = max(0.01, 4.5e-5 * T ** 2)
+    est = BCFWStructuredSVM(ChainCRF(normalize_loss=True), max_iter=2).fit(X, Y)
+    assert est.alpha_ == pytest.approx(per_unit)
     est = BCFWStructuredSVM(ChainCRF(), max_iter=2).fit(X, Y)
-    assert est.alpha_ == pytest.approx(0.01)
-    est = BCFWStructuredSVM(ChainCRF(normalize_loss=False), max_iter=2).fit(X, Y)
-    assert est.alpha_ == pytest.approx(0.01 / np.mean([len(y) for y in Y]))
-    assert SmoothSSVMClassifier(ChainCRF(), max_iter=2).fit(X, Y).alpha_ == 1 / len(Y)
+    assert est.loss_scale_ == pytest.approx(T) and est.alpha_ == pytest.approx(per_unit / T)
+    assert SmoothSSVMClassifier(ChainCRF(), max_iter=2).fit(X, Y).alpha_ == est.alpha_
+    assert BMRMStructuredSVM(ChainCRF(), max_iter=2).fit(X, Y).alpha_ == est.alpha_
+    long = [np.tile(x, (8, 1)) for x in X]  # sentences of over 15 tokens: 4.5e-5 per token
+    est = BCFWStructuredSVM(ChainCRF(), max_iter=2).fit(long, [np.tile(y, 8) for y in Y])
+    assert est.alpha_ == pytest.approx(4.5e-5 * 8 * T)
     rng = np.random.default_rng(4)
     Xf = rng.normal(size=(25, 3))
     assert BCFWStructuredSVM(MulticlassSVM(), max_iter=2).fit(Xf, np.arange(25) % 3).alpha_ \
         == 1 / 25
+    assert BCFWStructuredSVM(MultiLabel(), max_iter=2).fit(
+        Xf, rng.integers(0, 2, size=(25, 4))).alpha_ == pytest.approx(0.01)

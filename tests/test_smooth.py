@@ -220,8 +220,8 @@ def test_subproblem_packs_the_selected_examples():
 def test_estimator_fits_and_scores(solver):
     rng = np.random.default_rng(7)
     X, Y = chain_data(rng, n=40)
-    est = SmoothSSVMClassifier(ChainCRF(), alpha=0.05, solver=solver, max_iter=20,
-                               smoothing=None if solver == "sgd" else "l2",
+    est = SmoothSSVMClassifier(ChainCRF(normalize_loss=True), alpha=0.05, solver=solver,
+                               max_iter=20, smoothing=None if solver == "sgd" else "l2",
                                random_state=0).fit(X, Y)
     assert est.score(X, Y) > 0.7
     assert len(est.history_) == est.n_iter_
@@ -231,8 +231,8 @@ def test_estimator_fits_and_scores(solver):
         assert est.duality_gap_ >= 0
         assert est.smoothed_objective(X, Y, 0.5) >= est.objective(X, Y) - 1e-12
         assert est.smoothed_objective(X, Y, 0.5) <= est.objective(X, Y) + 0.25 + 1e-12
-    again = SmoothSSVMClassifier(ChainCRF(), alpha=0.05, solver=solver, max_iter=20,
-                                 smoothing=None if solver == "sgd" else "l2",
+    again = SmoothSSVMClassifier(ChainCRF(normalize_loss=True), alpha=0.05, solver=solver,
+                                 max_iter=20, smoothing=None if solver == "sgd" else "l2",
                                  random_state=0).fit(X, Y)
     np.testing.assert_array_equal(again.coef_, est.coef_)
 

@@ -86,7 +86,7 @@ def assert_mixed_thresholds(B, l1, problem):
 def chain():
     rng = np.random.default_rng(0)
     X, Y = sparse_chain(rng)
-    problem = ChainCRF().prepare(X, Y)
+    problem = ChainCRF(normalize_loss=True).prepare(X, Y)
     sm = smooth.Smoothing(*smoothing_code("l2", 3, problem.kind), 0.5)
     return problem, sm, DenseReference(problem, sm)
 
@@ -189,7 +189,8 @@ GOLDEN = {
 def test_l1_zero_reproduces_the_l2_iterates_exactly(solver):
     """``l1 = 0`` (a float alpha or an ElasticNet without l1 part) runs the L2 kernel: the
     iterates are those of the solvers before the elastic net, to the bit."""
-    problem = ChainCRF().prepare([np.array(x) for x in TINY_X], [np.array(y) for y in TINY_Y])
+    problem = ChainCRF(normalize_loss=True).prepare([np.array(x) for x in TINY_X],
+                                                    [np.array(y) for y in TINY_Y])
     sm = smooth.Smoothing(*smoothing_code("l2", 2, problem.kind), 0.5)
     golden = np.array([float.fromhex(h) for h in GOLDEN[solver]])
     for alpha in (0.1, ElasticNet.from_alpha(0.1, 0.0)):
@@ -244,7 +245,7 @@ def entropy_elastic_net(rows, penalty, mu):
 @pytest.fixture(scope="module")
 def tiny():
     X, Y = tiny_chain()
-    structure = ChainCRF()
+    structure = ChainCRF(normalize_loss=True)
     problem = structure.prepare(X, Y)
     penalty = ElasticNet.from_alpha(0.2, 0.5)
     p_star, w_qp = elastic_net_qp(structure, X, Y, penalty)

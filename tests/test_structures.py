@@ -56,11 +56,11 @@ def test_chain_max_oracle_and_decode_match_enumeration(n_labels, bias, normalize
         np.testing.assert_array_equal(s.decode(x, coef), y_dec)
 
 
-def test_chain_loss_is_normalised_hamming():
-    s = ChainCRF()
-    s.prepare([np.ones((3, 1))], [np.array([0, 1, 1])])
-    assert s.loss([0, 1, 1], [0, 1, 1]) == 0.0
-    assert s.loss([0, 1, 1], [1, 1, 0]) == pytest.approx(2 / 3)
+def test_chain_loss_counts_by_default_or_is_normalised_hamming():
+    for s, wrong in [(ChainCRF(), 2), (ChainCRF(normalize_loss=True), 2 / 3)]:
+        s.prepare([np.ones((3, 1))], [np.array([0, 1, 1])])
+        assert s.loss([0, 1, 1], [0, 1, 1]) == 0.0
+        assert s.loss([0, 1, 1], [1, 1, 0]) == pytest.approx(wrong)
 
 
 def test_chain_loss_counts_wrong_labels_unnormalised():

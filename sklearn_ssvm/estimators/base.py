@@ -75,8 +75,10 @@ def warn_interrupted(estimator):
 class StructuredEstimator(BaseEstimator):
     """Base class: ``fit`` is the subclass's; ``predict``/``score``/objectives live here.
 
-    Subclasses implement ``_solve(problem, alpha, previous)`` returning a dict of fitted
-    attributes (``coef_`` at least). ``fit`` validates, packs, solves and only then sets the
+    Subclasses implement ``_solve(problem, alpha, previous, loss_scale)`` returning a dict of
+    fitted attributes (``coef_`` at least); ``loss_scale`` is ``problem.loss_scale()``, the
+    zero model's objective, on which ``tol`` is relative (the solvers take ``tol *
+    loss_scale``). ``fit`` validates, packs, solves and only then sets the
     attributes, so a failed fit leaves a previously fitted estimator unchanged.
     """
 
@@ -131,28 +133,32 @@ class StructuredEstimator(BaseEstimator):
         self._fit_prepared(structure, problem, X, Y, **fit_params)
         if self._stopped_at_max_iter():
             gap = getattr(self, "duality_gap_", np.nan)
-            gap = (f"its duality gap is {gap:.3g} > tol={self.tol}" if np.isfinite(gap)
+            gap = (f"its duality gap is {gap:.3g} > tol * loss_scale_ = {self.tol} * "
+                   f"{self.loss_scale_:.3g}" if np.isfinite(gap)
                    else "no duality gap was certified")
             warnings.warn(f"{type(self).__name__} stopped at max_iter={self.max_iter}: {gap}. "
                           f"Increase max_iter (or tol) for a certified fit.",
                           ConvergenceWarning)
         return self
 
-    def _fit_prepared(self, structure, problem, X, Y, **fit_params):
+    def _fit_prepared(self, structure, problem, X, Y, previous=None, **fit_params):
         """``fit`` on the examples ``structure.prepare(X, Y)`` packed as ``problem`` (the CV
-        estimators pack each fold once for all its alphas)."""
-        warm = self.warm_start and self._warm_startable()
-        if warm:
+        estimators pack the data once for all folds and alphas), warm-started from
+        ``previous`` (a fit of :meth:`_warm_start_from`) or, with ``warm_start=True``, from
+        this estimator's previous fit."""
+        if previous is None and self.warm_start and self._warm_startable():
             self._check_warm_start(structure)
+            previous = self
         dense = getattr(problem, "dense_oracles", False)
         if dense and not self._takes_dense_oracles():
             raise ValueError(f"{type(self).__name__} with these settings runs compiled oracles; "
                              f"{type(structure).__name__} (oracles run from Python per example) "
                              f"trains with BCFWStructuredSVM, BMRMStructuredSVM or "
                              f"SmoothSSVMClassifier(solver='casimir-svrg', 'svrg' or 'sgd').")
-        alpha = self._default_alpha(problem) if self.alpha is None else float(self.alpha)
+        alpha = problem.default_alpha() if self.alpha is None else float(self.alpha)
+        scale = problem.loss_scale()  # tol (and mu) are relative to the zero model's objective
         with interruptible() as stopped:
-            fitted = self._solve(problem, alpha, self if warm else None,
+            fitted = self._solve(problem, alpha, previous, scale,
                                  **self._solver_inputs(X, Y), **fit_params)
             interrupted = stopped()
         if not np.all(np.isfinite(fitted["coef_"])):  # refused before any attribute changes
@@ -161,6 +167,7 @@ class StructuredEstimator(BaseEstimator):
                              f"features or change alpha.")
         self.structure_ = structure
         self.alpha_ = alpha
+        self.loss_scale_ = scale
         self.classes_ = structure.classes_
         self.n_features_in_ = structure.n_features_in_
         for name, value in fitted.items():
@@ -178,16 +185,20 @@ class StructuredEstimator(BaseEstimator):
             warn_interrupted(self)
         return self
 
+    def _warm_start_from(self, fit, source, problem, target=None, target_problem=None):
+        """What a fit on ``target_problem = problem.subset(target)`` (all of ``problem`` when
+        None) warm-starts from, given ``fit``, a fit of this estimator on
+        ``problem.subset(source)`` at the same ``alpha`` (the CV estimators: one fold for the
+        others, a fold for the refit); None: a cold start. Estimators whose warm start takes
+        such a point override it."""
+        return None
+
     def _stopped_at_max_iter(self):
         return not self.converged_ and self.n_iter_ >= self.max_iter
 
     def _solver_inputs(self, X, Y):
         """What the solver takes besides the packed examples (the raw ones, for some)."""
         return {}
-
-    def _default_alpha(self, problem):
-        """``alpha=None``: ``1 / n_samples`` (``LinearSVC``'s ``C = 1`` for binary SVMs)."""
-        return 1.0 / problem.n_samples
 
     def _penalty(self, alpha):
         """The fit's regulariser: the elastic net of ``l1_ratio`` (estimators without that

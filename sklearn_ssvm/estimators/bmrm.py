@@ -24,7 +24,8 @@ class BMRMStructuredSVM(StructuredEstimator):
         ``MultiLabel()``, ``CandidateSet()``, ``GraphCRF()`` (loopy graphs, oracles run from
         Python per example). Cloned at fit; the fitted copy is ``structure_``.
     alpha : float or None, default=None
-        Regularisation ``lambda`` of eq. (1); ``None`` means ``1 / n_samples``.
+        Regularisation ``lambda`` of eq. (1); ``None``: the rule of
+        :class:`BCFWStructuredSVM` (the same objective).
     variant : {"qp", "ls"}, default="qp"
         ``"qp"``: qp-bmrm, the model minimised exactly over every cut (a small QP over the
         simplex each iteration; ``n_iter_ x n_params`` floats of memory). ``"ls"``: ls-bmrm,
@@ -33,7 +34,8 @@ class BMRMStructuredSVM(StructuredEstimator):
     max_iter : int, default=1000
         Maximum number of oracle passes over the data.
     tol : float, default=1e-3
-        Stop when the BMRM gap (absolute, on the scale of eq. (1)) is below ``tol``.
+        Stop when the BMRM gap is below ``tol`` times ``loss_scale_``, the zero model's
+        objective (a relative precision, as in :class:`BCFWStructuredSVM`).
     verbose : int, default=0
         1: a progress bar with the current gap; 2: also one line per certificate check
         (objective, gap, seconds).
@@ -63,7 +65,10 @@ class BMRMStructuredSVM(StructuredEstimator):
     lower_bound_ : float
         The model's dual value ``J_t(w_t) <= min J``.
     converged_ : bool
-        Whether ``duality_gap_ <= tol``.
+        Whether ``duality_gap_ <= tol * loss_scale_``.
+    loss_scale_ : float
+        The zero model's objective ``P(0) = mean_i max_y L(y_i, y)`` (the mean largest loss):
+        ``tol`` is relative to it, ``duality_gap_ / loss_scale_`` is the relative gap.
     gap_certified_ : bool
         Whether every oracle call of the fit was exact, so that the duality gap is a
         certificate (always True for the compiled structures; graph structures with an
@@ -97,7 +102,7 @@ class BMRMStructuredSVM(StructuredEstimator):
     def _warm_startable(self):
         return hasattr(self, "bundle_")
 
-    def _solve(self, problem, alpha, previous):
+    def _solve(self, problem, alpha, previous, loss_scale):
         if getattr(problem, "constrained", False):
             raise ValueError(f"BMRM's cutting-plane model keeps no constraint on coef, and "
                              f"{type(problem.structure).__name__}'s graph cuts need its pairwise "
@@ -112,7 +117,7 @@ class BMRMStructuredSVM(StructuredEstimator):
                                  "Set warm_start=False to fit from scratch.")
             cuts, offsets = previous.bundle_
             init = previous._dense_coef()
-        result = bmrm(problem, alpha, variant=self.variant, tol=self.tol,
+        result = bmrm(problem, alpha, variant=self.variant, tol=self.tol * loss_scale,
                       max_iter=self.max_iter, init=init, cuts=cuts, offsets=offsets,
                       n_jobs=self.n_jobs, verbose=self.verbose)
         return dict(_data_key=data_key, coef_=result.coef, n_iter_=result.n_iter,

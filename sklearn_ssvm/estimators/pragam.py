@@ -64,8 +64,9 @@ class PragamSVC(ClassifierMixin, BaseEstimator):
     loss : {"hinge", "f1"}, default="hinge"
         ``"f1"`` (the multivariate F1-score loss of spec 001) needs an ``"agm-*"`` solver.
     tol : float, default=1e-6
-        Stop when the duality gap is at most ``tol``: absolute, on the scale of ``J`` (at
-        ``w = 0``, ``J = 1``).
+        Stop when the duality gap is at most ``tol`` relative to the zero model's objective,
+        as in the structured estimators; here ``J(0) = 1`` (hinge and F1 losses), so it is
+        also the absolute gap on the scale of ``J``.
     max_iter : int, default=100_000
         Iterations of the solver per binary problem.
     verbose : int, default=0

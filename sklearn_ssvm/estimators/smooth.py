@@ -81,7 +81,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
     structure : StructuredModel
         ``ChainCRF()``, ``MultiLabel()``, ``MulticlassSVM()``, ``CandidateSet()``, ...
     alpha : float or None, default=None
-        Regularisation ``lambda``; None means ``1 / n_samples``.
+        Regularisation ``lambda``; None: the scale-free rule of :class:`BCFWStructuredSVM`
+        (the same objective; before 0.1, ``1 / n_samples``).
     l1_ratio : float, default=0.0
         Share of the l1 part of the penalty, in ``[0, 1)`` (scikit-learn's ``SGDClassifier``
         convention). The stochastic solvers take proximal steps (the soft-threshold applied
@@ -97,11 +98,12 @@ class SmoothSSVMClassifier(StructuredEstimator):
     top_k : int or None, default=5
         ``K`` of the top-K strategy (the paper's 5 for sequences, 10 for candidate sets).
     mu : float, default=0.3
-        Initial smoothing ``mu_0``. Losses here are normalised (at most 1 per example), so the
-        smoothing bias ``mu/2`` (l2) is on the loss scale; the default 0.3 (with the "expo"
+        Initial smoothing ``mu_0``, relative to ``loss_scale_`` (the mean largest loss; the
+        solvers smooth with ``mu * loss_scale_``), so the smoothing bias ``mu/2`` (l2) means
+        the same with a normalised or a counting loss. The default 0.3 (with the "expo"
         schedule: 0.034 after 10 epochs) reached the lowest objective among 0.03, 0.1, 0.3
-        and 1 on CoNLL-2000 chunking, after 10 and after 25 epochs (the paper's 2 is for
-        unnormalised Hamming losses of ~20-token sentences).
+        and 1 on CoNLL-2000 chunking with the normalised loss, after 10 and after 25 epochs
+        (the paper's 2 is for counted Hamming losses of ~20-token sentences: 0.1 here).
     mu_schedule : {"expo", "const", "linear"}, default="expo"
         ``mu_k``: ``mu (1 - sqrt(q)/2)^{k/2}`` with ``q = alpha/(alpha+kappa)`` (Cor. 18),
         constant, or ``mu/k`` (Cor. 20). Used by ``"casimir-svrg"``.
@@ -114,7 +116,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
         Step size. None picks it by a short search on a subsample of at most 500 examples:
         learning rates ``mu / R^2 * 2^k`` (``R^2`` a data-based smoothness scale) are each run
         for four epochs from zero (the warm-up included), and the one with the lowest
-        objective is kept (``learning_rate_`` tells which). Casimir-SVRG's steps follow the
+        objective is kept (``learning_rate_`` tells which); a warm start keeps the previous
+        fit's ``learning_rate_`` (a grid of alphas searches once). Casimir-SVRG's steps follow the
         smoothing, ``learning_rate * max(mu_k / mu, 1/k)`` (see
         :func:`~sklearn_ssvm.solvers.smooth.casimir_svrg`).
     warm_start_rule : {"prox-center", "extrapolation", "prev-iterate"}, default="prox-center"
@@ -126,16 +129,18 @@ class SmoothSSVMClassifier(StructuredEstimator):
         first full gradient at zero, where every output scores alike, makes SVRG's first epochs
         slow (CoNLL-2000: objective 0.82 after one Casimir-SVRG epoch, 0.15 after one SGD
         epoch; see :func:`~sklearn_ssvm.solvers.smooth.sgd_warmup`). Counted in ``max_iter``.
-    early_stopping : "auto" or bool, default="auto"
+    early_stopping : "auto" or bool, default=False
         Hold out ``validation_fraction`` of the examples, score each epoch's coefficients on
         them (``1 - mean task loss``, as :meth:`score`), stop after ``n_iter_no_change`` epochs
-        without a better score and keep the best epoch's coefficients. ``"auto"``: on for
-        the stochastic solvers when there are at least 1000 examples, off otherwise (as in
-        scikit-learn's histogram gradient boosting). With the normalised loss, ``alpha =
-        1/n`` is weak regularisation and the minimiser over-fits (CoNLL-2000: test chunk F1
-        92.7 after 5 epochs, 91.6 after 25); early stopping finds the better epoch. Set it to
-        False to minimise the objective on all the examples (the solver benchmarks do). The
-        stochastic solvers only: the AGM solver and ``feature_map`` fits refuse True.
+        without a better score and keep the best epoch's coefficients. ``"auto"`` (the default
+        before 0.1): on for the stochastic solvers when there are at least 1000 examples, off
+        otherwise (as in scikit-learn's histogram gradient boosting). It regularises a weak
+        ``alpha`` (the former ``alpha = 1/n`` with the normalised loss over-fitted:
+        CoNLL-2000 test chunk F1 92.7 after 5 epochs, 91.6 after 25); at the scale-free
+        ``alpha=None`` the minimiser on all the examples is the better model (CoNLL-2003
+        testa entity F1 86.66 against 86.16 with early stopping, CoNLL-2000 3-fold chunk F1
+        93.01 against 92.93; ``benchmarks/select_defaults.py``), so False is the default.
+        The stochastic solvers only: the AGM solver and ``feature_map`` fits refuse True.
     validation_fraction : float, default=0.1
         Share of the examples held out by early stopping.
     n_iter_no_change : int, default=5
@@ -146,7 +151,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
         peak long before the objective's optimum (CoNLL-2000, Casimir-SVRG-adapt: chunk F1
         92.7 after 5 epochs, 91.7 after 20): see ``early_stopping``.
     tol : float, default=1e-3
-        Target certified duality gap (SVRG solvers).
+        Target certified duality gap (SVRG solvers), relative to ``loss_scale_``, the zero
+        model's objective (as in :class:`BCFWStructuredSVM`).
     feature_map : object or None, default=None
         A non-linear score with parameters, e.g.
         :class:`~sklearn_ssvm.feature_maps.MLPFeatureMap` (an ELU network on each candidate's
@@ -192,6 +198,10 @@ class SmoothSSVMClassifier(StructuredEstimator):
     duality_gap_ : float
         Certified gap of ``coef_`` (NaN for SGD).
     converged_ : bool
+        Whether ``duality_gap_ <= tol * loss_scale_``.
+    loss_scale_ : float
+        The zero model's objective ``P(0) = mean_i max_y L(y_i, y)`` (the mean largest loss):
+        ``tol`` is relative to it, ``duality_gap_ / loss_scale_`` is the relative gap.
     gap_certified_ : bool
         Whether every oracle call of the fit was exact, so that the duality gap is a
         certificate (always True for the compiled structures; graph structures with an
@@ -237,7 +247,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
 
     def __init__(self, structure, alpha=None, l1_ratio=0.0, smoothing="l2", top_k=5, mu=0.3,
                  mu_schedule="expo", solver="casimir-svrg", kappa=None, learning_rate=None,
-                 warm_start_rule="prox-center", warmup=1, early_stopping="auto",
+                 warm_start_rule="prox-center", warmup=1, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=5, max_iter=25, tol=1e-3,
                  feature_map=None, eta=1.0, inner_iter=5, inner_tol=None, random_state=None,
                  verbose=0, warm_start=False, n_jobs=None):
@@ -273,9 +283,11 @@ class SmoothSSVMClassifier(StructuredEstimator):
 
     _takes_dense_oracles = _stochastic  # the stochastic solvers have the dense-oracle path
 
-    def _smoothing(self, kind, mu=None):
+    def _smoothing(self, kind, mu):
+        """The solvers' ``Smoothing`` at the absolute ``mu`` (``self.mu`` times the loss
+        scale)."""
         code, K = smoothing_code(self.smoothing, self.top_k, kind)
-        return smooth.Smoothing(code, K, self.mu if mu is None else float(mu))
+        return smooth.Smoothing(code, K, float(mu))
 
     def fit(self, X, Y, sample_weight=None, callback=None):
         """Fit on examples ``X`` with labelings ``Y``.
@@ -351,18 +363,22 @@ class SmoothSSVMClassifier(StructuredEstimator):
             if getattr(problem, "dense_oracles", False):
                 raise ValueError(f"partial_fit runs the compiled oracles; "
                                  f"{type(structure).__name__} trains with fit.")
-            alpha = self._default_alpha(problem) if self.alpha is None else float(self.alpha)
-            penalty, smoothing = self._penalty(alpha), self._smoothing(problem.kind)
+            alpha = problem.default_alpha() if self.alpha is None else float(self.alpha)
+            scale = problem.loss_scale()
+            penalty = self._penalty(alpha)
+            smoothing = self._smoothing(problem.kind, self.mu * scale)
             learning_rate = self.learning_rate
             if learning_rate is None:
                 learning_rate = self._search_learning_rate(problem, penalty, smoothing,
-                                                           self._rng())
+                                                           self._rng(), self.tol * scale)
             stream = smooth.SGDStream.start(problem, penalty, t0=problem.n_samples)
             calls = 0
         else:  # the first call's labels, features, alpha and learning rate
             structure, alpha, learning_rate = self.structure_, self.alpha_, self.learning_rate_
+            scale = self.loss_scale_
             problem = structure.pack(X, Y)
-            penalty, smoothing = self._penalty(alpha), self._smoothing(problem.kind)
+            penalty = self._penalty(alpha)
+            smoothing = self._smoothing(problem.kind, self.mu * scale)
             stream, calls = copy.deepcopy(stream), self.n_iter_  # a failed call changes nothing
         coef = stream.pass_over(problem, penalty, smoothing, learning_rate)
         if not np.all(np.isfinite(coef)):
@@ -370,6 +386,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
                              "learning rate or rescale the features.")
         self.structure_, self.alpha_, self.learning_rate_ = structure, alpha, learning_rate
         self.classes_, self.n_features_in_ = structure.classes_, structure.n_features_in_
+        self.loss_scale_ = scale
         self.coef_, self._stream = coef, stream
         self.n_iter_, self.n_oracle_calls_, self.converged_ = calls + 1, stream.t, False
         self.n_nonzero_coef_ = int(np.count_nonzero(coef))
@@ -381,16 +398,16 @@ class SmoothSSVMClassifier(StructuredEstimator):
     def _rng(self):
         return np.random.default_rng(check_random_state(self.random_state).randint(2**31))
 
-    def _search_learning_rate(self, problem, penalty, smoothing, rng):
+    def _search_learning_rate(self, problem, penalty, smoothing, rng, tol):
         """The learning rate of a few epochs' best objective on a subsample (``learning_rate=
         None``)."""
         return smooth.choose_learning_rate(
             problem, lambda sub, lr: self._run(sub, penalty, smoothing, lr, LR_SEARCH_EPOCHS,
-                                               None, rng.integers(2**31), 0).objective,
+                                               None, rng.integers(2**31), 0, tol).objective,
             smoothing, rng)
 
     def _run(self, problem, penalty, smoothing, learning_rate, max_iter, init, seed, verbose,
-             callback=None):
+             tol, callback=None):
         common = dict(learning_rate=learning_rate, max_iter=max_iter, init=init,
                       random_state=seed, n_jobs=self.n_jobs, verbose=verbose,
                       callback=callback)
@@ -398,12 +415,12 @@ class SmoothSSVMClassifier(StructuredEstimator):
             return smooth.sgd(problem, penalty, smoothing, **common)
         warmup = self.warmup if init is None else 0  # a warm start is an informed snapshot
         if self.solver == "svrg":
-            return smooth.svrg(problem, penalty, smoothing, tol=self.tol, warmup=warmup, **common)
+            return smooth.svrg(problem, penalty, smoothing, tol=tol, warmup=warmup, **common)
         return smooth.casimir_svrg(problem, penalty, smoothing, mu_schedule=self.mu_schedule,
                                    kappa=self.kappa, warm_start=self.warm_start_rule,
-                                   tol=self.tol, warmup=warmup, **common)
+                                   tol=tol, warmup=warmup, **common)
 
-    def _solve(self, problem, alpha, previous, callback=None, raw=None):
+    def _solve(self, problem, alpha, previous, loss_scale, callback=None, raw=None):
         if problem.weighted and (self.feature_map is not None or self.solver == "agm"):
             raise ValueError("sample_weight needs solver='casimir-svrg', 'svrg' or 'sgd' and "
                              "linear scores (no feature_map).")
@@ -414,11 +431,13 @@ class SmoothSSVMClassifier(StructuredEstimator):
             if self.l1_ratio:
                 raise ValueError("l1_ratio > 0 is for linear scores: a feature_map's "
                                  "prox-linear method takes the L2 penalty (l1_ratio=0).")
-            fitted = self._solve_nonlinear(problem, alpha, previous, callback, *raw)
+            fitted = self._solve_nonlinear(problem, alpha, previous, callback, loss_scale,
+                                           *raw)
         elif self.solver == "agm":
-            fitted = self._solve_agm(problem, self._penalty(alpha), previous)
+            fitted = self._solve_agm(problem, self._penalty(alpha), previous, loss_scale)
         else:
-            fitted = self._solve_stochastic(problem, self._penalty(alpha), previous, callback)
+            fitted = self._solve_stochastic(problem, self._penalty(alpha), previous, callback,
+                                            loss_scale)
         return {"validation_scores_": None, "best_validation_score_": None, **fitted}
 
     def _early_stops(self, n_samples):
@@ -426,12 +445,13 @@ class SmoothSSVMClassifier(StructuredEstimator):
             return n_samples >= EARLY_STOPPING_MIN_SAMPLES
         return self.early_stopping
 
-    def _solve_stochastic(self, problem, penalty, previous, callback):
+    def _solve_stochastic(self, problem, penalty, previous, callback, loss_scale):
         if self.solver != "sgd" and self.smoothing is None:
             raise ValueError(f"solver={self.solver!r} needs a smooth objective: set smoothing "
                              f"to 'l2' or 'entropy' (smoothing=None works with solver='sgd').")
         rng = self._rng()
-        smoothing = self._smoothing(problem.kind)
+        tol = self.tol * loss_scale
+        smoothing = self._smoothing(problem.kind, self.mu * loss_scale)
         if getattr(problem, "dense_oracles", False):
             problem.check_smoothing(smoothing)  # refuses what the graph structure cannot smooth
             smooth.check_dense_penalty(penalty)
@@ -454,10 +474,12 @@ class SmoothSSVMClassifier(StructuredEstimator):
                                          self.n_iter_no_change, callback)
             problem, callback = problem.subset(np.sort(order[n_val:])), tracker
         learning_rate = self.learning_rate
+        if learning_rate is None and previous is not None:  # the warm start's, searched once
+            learning_rate = previous.learning_rate_
         if learning_rate is None:
-            learning_rate = self._search_learning_rate(problem, penalty, smoothing, rng)
+            learning_rate = self._search_learning_rate(problem, penalty, smoothing, rng, tol)
         result = self._run(problem, penalty, smoothing, learning_rate, self.max_iter, init,
-                           rng.integers(2**31), self.verbose, callback)
+                           rng.integers(2**31), self.verbose, tol, callback)
         fitted = dict(coef_=result.coef, learning_rate_=learning_rate, n_iter_=result.n_iter,
                       n_oracle_calls_=result.n_oracle_calls, objective_=result.objective,
                       duality_gap_=result.gap, converged_=result.converged,
@@ -465,31 +487,41 @@ class SmoothSSVMClassifier(StructuredEstimator):
         if tracker is not None:  # the best epoch's model
             best = result.history[tracker.best_epoch - 1]
             fitted.update(coef_=tracker.best_coef, objective_=best["objective"],
-                          duality_gap_=best["gap"], converged_=bool(best["gap"] <= self.tol),
+                          duality_gap_=best["gap"], converged_=bool(best["gap"] <= tol),
                           validation_scores_=tracker.scores,
                           best_validation_score_=tracker.best_score)
         return fitted
 
-    def _solve_agm(self, problem, penalty, previous):
+    def _warm_start_from(self, fit, source, problem, target=None, target_problem=None):
+        """A fitted estimator at ``fit``'s coefficients and learning rate, for a fit on other
+        examples of ``problem`` to start from."""
+        if not self._stochastic():
+            return None
+        warm = clone(self)
+        warm.coef_, warm.learning_rate_ = fit._dense_coef(), fit.learning_rate_
+        return warm
+
+    def _solve_agm(self, problem, penalty, previous, loss_scale):
         if self.smoothing != "entropy" or previous is not None:
             raise ValueError("solver='agm' needs smoothing='entropy' (with top_k=None) and no "
                              "warm start.")
         smoothing_code(self.smoothing, self.top_k, problem.kind)  # validates top_k and kind
-        result = agm_structured(problem, penalty, self.mu, tol=self.tol, max_iter=self.max_iter,
+        result = agm_structured(problem, penalty, self.mu * loss_scale,
+                                tol=self.tol * loss_scale, max_iter=self.max_iter,
                                 n_jobs=self.n_jobs, verbose=self.verbose)
         return dict(coef_=result.coef, learning_rate_=np.nan, n_iter_=result.n_iter,
                     n_oracle_calls_=result.n_iter * problem.n_samples,
                     objective_=result.primal, duality_gap_=result.gap,
                     converged_=result.converged, history_=result.history, feature_map_=None)
 
-    def _solve_nonlinear(self, problem, alpha, previous, callback, X, losses):
+    def _solve_nonlinear(self, problem, alpha, previous, callback, loss_scale, X, losses):
         if not isinstance(self.structure, CandidateSet):
             raise ValueError("feature_map needs a CandidateSet structure (each example a list "
                              "of candidates scored by the feature map).")
         if self.smoothing is None:
             raise ValueError("the prox-linear inner solver needs smoothing='l2' or 'entropy'.")
         rng = self._rng()
-        smoothing = self._smoothing(problem.kind)
+        smoothing = self._smoothing(problem.kind, self.mu * loss_scale)
         w0 = (previous._dense_coef() if previous is not None
               else clone(self.feature_map).init_params(problem.n_features))
         if w0.shape[0] != self.feature_map.n_params(problem.n_features):
@@ -506,7 +538,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
                 smoothing, rng)
         result = prox_linear.prox_linear(
             self.feature_map, X, losses, problem.y, alpha, smoothing, eta=self.eta,
-            learning_rate=learning_rate, inner_iter=self.inner_iter, inner_tol=self.inner_tol,
+            learning_rate=learning_rate, inner_iter=self.inner_iter,
+            inner_tol=None if self.inner_tol is None else self.inner_tol * loss_scale,
             max_iter=self.max_iter, init=w0, random_state=rng.integers(2**31),
             n_jobs=self.n_jobs, verbose=self.verbose, callback=callback)
         return dict(coef_=result.coef, learning_rate_=learning_rate, n_iter_=result.n_iter,
@@ -620,7 +653,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         Y : list of label arrays, 1-D array or 2-D indicator matrix
             Their labelings, in the format of ``Y`` in :meth:`fit`.
         mu : float
-            The smoothing parameter.
+            The smoothing parameter, relative to ``loss_scale_`` as the estimator's ``mu``.
 
         Returns
         -------
@@ -631,7 +664,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         if getattr(self, "feature_map_", None) is not None:
             raise ValueError("smoothed_objective is defined for linear scores (no feature_map).")
         problem = self._packed(X, Y)
-        smoothing = self._smoothing(problem.kind, mu)
+        smoothing = self._smoothing(problem.kind, float(mu) * self.loss_scale_)
         coef = self._dense_coef()
         return (self._penalty(self.alpha_).value(coef)
                 + smooth.full_gradient(problem, coef, smoothing).value)

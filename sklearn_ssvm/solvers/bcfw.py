@@ -17,6 +17,7 @@ from .._kernels.batch import weights_from_state
 from .._kernels.bcfw import AWAY, FW, PAIRWISE, bcfw_pass, state_from_atoms
 from .._kernels.labelings import CHAIN
 from ..penalties import as_penalty, soft_threshold
+from ..structures.base import example_rows
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 from ._common import dense_oracles as _dense
 from .bcfw_dense import dense_pass, dense_state_from_atoms
@@ -146,29 +147,91 @@ def rescale_active_sets(problem, atoms, rho):
     ``keep_primal_rescale``, atom by atom. ``y_i`` becomes an atom if it is not one, in a
     free slot, else in place of an inactive (cached) labeling, else in one more column."""
     labels, wts, count = atoms.labels.copy(), atoms.weights * rho, atoms.count.copy()
-    n = problem.n_samples
-    starts = problem.node_offsets[:-1]
-    found = np.full(n, -1)
-    for k in range(labels.shape[1]):
-        same = np.minimum.reduceat((labels[:, k] == problem.y).astype(np.int8), starts) > 0
-        hit = same & (k < count) & (found < 0)
-        found[hit] = k
-    has = found >= 0
+    n, room, off = problem.n_samples, labels.shape[1], problem.node_offsets
+    # found[i]: the first atom of block i that is y_i
+    same = np.minimum.reduceat((labels == problem.y[:, None]).astype(np.int8), off[:-1],
+                               axis=0) > 0
+    same &= np.arange(room) < count[:, None]
+    has = same.any(axis=1)
+    found = same.argmax(axis=1)
     wts[np.flatnonzero(has), found[has]] += 1.0 - rho
-    off = problem.node_offsets
-    for i in np.flatnonzero(~has):
-        k = count[i]
-        if k == labels.shape[1]:  # full store: reuse an inactive (cached) slot, else grow
-            inactive = np.flatnonzero(wts[i, :k] == 0.0)
-            if inactive.size:
-                k = inactive[0]
-            else:
-                labels = np.hstack([labels, np.zeros((labels.shape[0], 1), labels.dtype)])
-                wts = np.hstack([wts, np.zeros((n, 1))])
-        labels[off[i]:off[i + 1], k] = problem.y[off[i]:off[i + 1]]
-        wts[i, k] = 1.0 - rho
-        count[i] = max(count[i], k + 1)
+    need = np.flatnonzero(~has)
+    slot = count[need].astype(np.int64)
+    full = slot == room  # full store: reuse an inactive (cached) slot, else grow one column
+    inactive = (wts[need[full]] == 0.0) & (np.arange(room) < count[need[full], None])
+    slot[full] = np.where(inactive.any(axis=1), inactive.argmax(axis=1), room)
+    grown = np.flatnonzero(slot == room)
+    if grown.size:  # the blocks after the first that grows the store take the new column
+        slot[full & (np.arange(need.size) > grown[0])] = room
+        labels = np.hstack([labels, np.zeros((labels.shape[0], 1), labels.dtype)])
+        wts = np.hstack([wts, np.zeros((n, 1))])
+    nodes = example_rows(off, need)
+    labels[nodes, np.repeat(slot, off[need + 1] - off[need])] = problem.y[nodes]
+    wts[need, slot] = 1.0 - rho
+    count[need] = np.maximum(count[need], slot + 1)
     return ActiveSets(labels, wts, count)
+
+
+def transfer_blocks(problem, source, state, atoms=None, target=None):
+    """The dual point of a fit on the examples ``source`` of ``problem``, moved to the
+    examples ``target``: the examples of both keep their blocks, the others start at their
+    true labeling.
+
+    The dual is a product of one simplex per example, so the point is feasible. Fits on
+    overlapping subsets at one ``alpha`` (cross-validation folds) end near one optimum, so
+    such a point starts a fold's fit, or the refit on all the examples, close to it. The
+    blocks of one fit are kept together: the optimum's blocks are not unique (those of
+    examples on the margin only sum to the optimum), and blocks mixed from several fits can
+    add up to weights far from any of them.
+
+    Parameters
+    ----------
+    problem : Problem or GraphProblem
+        All the examples.
+    source : ndarray of int
+        Sorted indices, in ``problem``, of the fit's examples (its problem was
+        ``problem.subset(source)``).
+    state : DualState
+        The fit's dual state.
+    atoms : ActiveSets or None, default=None
+        Its atoms (None for Frank-Wolfe steps without a cache).
+    target : ndarray of int or None, default=None
+        Sorted indices of the examples to move the point to; None: all of ``problem``.
+
+    Returns
+    -------
+    state : DualState
+        ``M_i`` and ``Q_i`` (expectations) as they are, ``ell_i`` rescaled from the block's
+        share ``1 / block_n`` of the fit's mean loss to its share in the target.
+    atoms : ActiveSets or None
+    """
+    full = DualState.at_labels(problem)
+    rows = problem.tok_offsets if not _dense(problem) else np.arange(problem.n_samples + 1)
+    full.M[example_rows(rows, source)] = state.M
+    full.Q[source] = state.Q
+    full.ell_blocks[source] = state.ell_blocks * _block_n(problem, source)
+    moved = None
+    if atoms is not None:
+        moved = ActiveSets.at_labels(problem, capacity=atoms.room)
+        moved.labels[example_rows(problem.node_offsets, source)] = atoms.labels
+        moved.weights[source] = atoms.weights
+        moved.count[source] = atoms.count
+    if target is None:
+        full.ell_blocks /= problem.block_n
+        return full, moved
+    full = DualState(full.M[example_rows(rows, target)], full.Q[target],
+                     full.ell_blocks[target] / _block_n(problem, target))
+    if moved is not None:
+        moved = ActiveSets(moved.labels[example_rows(problem.node_offsets, target)],
+                           moved.weights[target], moved.count[target])
+    return full, moved
+
+
+def _block_n(problem, idx):
+    """``block_n`` of ``problem.subset(idx)``: its n over its sample weights, renormalised to
+    mean 1 there."""
+    weights = problem.sample_weight[idx]
+    return weights.sum() / weights
 
 
 @dataclass

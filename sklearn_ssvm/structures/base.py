@@ -21,8 +21,38 @@ from .._kernels import batch, labelings, smoothed
 from .._kernels.sparse import token_gram
 from ..smoothing import _check_mu
 
+#: ``alpha=None`` per unit of the largest loss (chains, multi-label data): the sequences' and
+#: the multi-label rule (OCR folds, CoNLL-2003 train -> testa, scene by 3-fold CV on train)
+LOSS_ALPHA = 0.01
+#: ``alpha=None`` for sequences is at least ``TOKEN_ALPHA`` per token of the counting loss (its
+#: objective is the mean length times a per-token one regularised by ``alpha / mean length``):
+#: long sentences need it (CoNLL-2000 by 3-fold CV on train); benchmarks/select_defaults.py
+TOKEN_ALPHA = 4.5e-5
+
 _EMPTY_EDGES = np.zeros((0, 2), dtype=np.int64)
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
+
+
+def example_rows(offsets, idx):
+    """The rows ``offsets[i]:offsets[i + 1]`` of the examples ``idx``, concatenated in that
+    order (tokens, labels or non-zeros of packed examples).
+
+    Parameters
+    ----------
+    offsets : ndarray of int64, shape (n_samples + 1,)
+        Example ``i`` owns rows ``offsets[i]:offsets[i + 1]``.
+    idx : ndarray of int
+        The examples.
+
+    Returns
+    -------
+    ndarray of int64
+        Their rows.
+    """
+    idx = np.asarray(idx, dtype=np.int64)
+    lengths = offsets[idx + 1] - offsets[idx]
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return np.repeat(offsets[idx] - starts, lengths) + np.arange(lengths.sum(), dtype=np.int64)
 
 
 class ExampleWeights:
@@ -85,6 +115,42 @@ class ExampleWeights:
         """
         return float(np.mean(self.sample_weight * values))
 
+    def loss_scale(self):
+        """The objective of the zero model, ``P(0) = mean_i w_i max_y L(y_i, y)``: the mean
+        largest loss, the scale on which the estimators' ``tol`` (and the smoothing ``mu``)
+        are relative, so that they mean the same with a normalised or a counting loss.
+
+        Returns
+        -------
+        float
+            The sample-weighted mean of :meth:`largest_losses`; 1 when every loss is 0 (the
+            optimum is then ``w = 0``, on any scale).
+        """
+        scale = self.weighted_mean(self.largest_losses())
+        return scale if scale > 0 else 1.0
+
+    def default_alpha(self):
+        """The regularisation of ``alpha=None``, scale-free: the same model with a normalised
+        or a counting loss (scaling every loss by ``s`` scales the optimal ``w`` by ``s`` and
+        the equivalent ``alpha`` by ``1 / s``).
+
+        Per unit of the zero model's objective :meth:`loss_scale`: for sequences
+        ``max(LOSS_ALPHA, TOKEN_ALPHA T^2)`` with ``T`` the mean length (0.01 per unit of the
+        largest loss, and at least 4.5e-5 per token of the counting loss); for multi-label
+        data ``LOSS_ALPHA``; otherwise ``1 / n_samples`` (binary and multi-class SVMs:
+        ``LinearSVC``'s ``C = 1``). Measured in ``benchmarks/select_defaults.py``.
+
+        Returns
+        -------
+        float
+            ``alpha``, positive.
+        """
+        return self._alpha_rule() / self.loss_scale()
+
+    def _alpha_rule(self):
+        """``alpha`` per unit of the loss scale."""
+        return 1.0 / self.n_samples
+
     @property
     def weighted(self):
         """Whether any example's weight differs from 1."""
@@ -133,6 +199,8 @@ class Problem(ExampleWeights):
         objective's loss term is ``mean_i w_i H_i(w)``. None gives ones.
     _gram : tuple or None, default=None
         Cache of :attr:`gram`, filled on first access.
+    _largest : ndarray or None, default=None
+        Cache of :meth:`largest_losses`, filled on first call.
     """
 
     kind: int
@@ -151,6 +219,7 @@ class Problem(ExampleWeights):
     order: np.ndarray = field(default_factory=lambda: _EMPTY_INT)
     sample_weight: np.ndarray = None
     _gram: tuple = None
+    _largest: np.ndarray = None
 
     def __post_init__(self):
         if self.tok_loss is None:  # only candidate sets have losses attached to tokens
@@ -242,16 +311,17 @@ class Problem(ExampleWeights):
         """
         tok, node = self.tok_offsets, self.node_offsets
         lengths = tok[idx + 1] - tok[idx]
-        tokens = np.concatenate([np.arange(tok[i], tok[i + 1]) for i in idx])
-        starts, stops = self.indptr[tokens], self.indptr[tokens + 1]
-        nnz = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops)])
-        indptr = np.concatenate([[0], np.cumsum(stops - starts)]).astype(np.int64)
-        nodes = np.concatenate([np.arange(node[i], node[i + 1]) for i in idx])
+        tokens = example_rows(tok, idx)
+        nnz = example_rows(self.indptr, tokens)
+        indptr = np.concatenate([[0], np.cumsum(self.indptr[tokens + 1] - self.indptr[tokens])]
+                                ).astype(np.int64)
+        nodes = example_rows(node, idx)
         return replace(self, indptr=indptr, indices=self.indices[nnz], data=self.data[nnz],
                        tok_offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
                        y=self.y[nodes], tok_loss=self.tok_loss[tokens],
                        node_offsets=np.concatenate([[0], np.cumsum(node[idx + 1] - node[idx])])
-                       .astype(np.int64), _gram=None).with_sample_weight(self.sample_weight[idx])
+                       .astype(np.int64), _gram=None, _largest=None
+                       ).with_sample_weight(self.sample_weight[idx])
 
     def truth_stats(self):
         """Return the label statistics of the true labelings.
@@ -425,6 +495,32 @@ class Problem(ExampleWeights):
         """
         _, values, true_scores, _ = self.run_oracle(coef, True)
         return values - true_scores
+
+    def _alpha_rule(self):
+        if self.kind == labelings.CHAIN:
+            # with the count loss (scale T) alpha / T regularises each token: at least
+            # TOKEN_ALPHA when alpha = TOKEN_ALPHA T^2 / T
+            return max(LOSS_ALPHA,
+                       TOKEN_ALPHA * self.weighted_mean(np.diff(self.node_offsets)) ** 2)
+        if self.kind in (labelings.MULTILABEL_INDEPENDENT, labelings.MULTILABEL_TREE,
+                         labelings.MULTILABEL_FULL):
+            return LOSS_ALPHA
+        return super()._alpha_rule()
+
+    def largest_losses(self):
+        """Return each example's largest loss ``max_y L(y_i, y)``.
+
+        The structured hinge at ``coef = 0``, where every labeling scores 0 and the
+        loss-augmented oracle returns the largest loss (one batched oracle pass, once).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``max_y L(y_i, y)`` of each example.
+        """
+        if self._largest is None:
+            self._largest = self.hinge_losses(np.zeros(self.n_params))
+        return self._largest
 
     def losses(self, y_pred):
         """Return the task loss of each example for the packed predictions ``y_pred``.

@@ -879,6 +879,10 @@ class BinaryGraphCRF(BaseEstimator):
         return float(np.mean(np.asarray(y) != example[2]))
 
     @staticmethod
+    def _largest_loss(example):
+        return 1.0  # every node wrong
+
+    @staticmethod
     def _squared_radius(example):
         """``2 ||X||_F^2 + 2 E^2`` (emission and pairwise-count parts)."""
         features, edges, _ = example
@@ -933,9 +937,10 @@ class GraphProblem(ExampleWeights):
     statistics (``coef`` is short: node features times states plus the pairwise tables) and,
     for ``BinaryGraphCRF``, a projection keeping the pairwise table submodular after every step.
     The structure supplies, per validated example, ``_decode`` (the max oracle), ``_smoothed``
-    (the top-K oracle), ``_phi``, ``_loss`` and ``_squared_radius``. Every oracle call reports
-    the oracle that ran and whether it was exact: ``oracle_calls`` counts them by name and
-    ``certified`` says whether all were exact (only then are duality gaps certificates).
+    (the top-K oracle), ``_phi``, ``_loss``, ``_largest_loss`` and ``_squared_radius``. Every
+    oracle call reports the oracle that ran and whether it was exact: ``oracle_calls`` counts
+    them by name and ``certified`` says whether all were exact (only then are duality gaps
+    certificates).
     """
 
     #: the solvers' switch to their dense-oracle path
@@ -977,6 +982,11 @@ class GraphProblem(ExampleWeights):
             features_, edges, y = self.structure._example_arrays(example)
             parts += [edges, y] + (features_ if features else [])
         return parts
+
+    def largest_losses(self):
+        """Each example's largest loss ``max_y L(y_i, y)`` (every node wrong), from the
+        structure's ``_largest_loss`` hook: no oracle call."""
+        return np.array([self.structure._largest_loss(e) for e in self.examples])
 
     def subset(self, idx):
         """The examples ``idx`` (their sample weights normalised to mean 1 again)."""

