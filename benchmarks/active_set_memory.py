@@ -41,8 +41,8 @@ def run(config, data, passes):
     X = SequenceVectorizer().fit_transform([chunking_token_features(s) for s in train])
     Y = [[tok[2] for tok in s] for s in train]
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    est = BCFWStructuredSVM(ChainCRF(), alpha=1.0 / len(X), max_iter=passes, tol=0.0,
-                            random_state=0, warm_start=True, **CONFIGS[config])
+    est = BCFWStructuredSVM(ChainCRF(normalize_loss=True), alpha=1.0 / len(X), max_iter=passes,
+                            tol=0.0, random_state=0, warm_start=True, **CONFIGS[config])
     with Stopwatch() as fit:
         est.fit(X, Y)
     atoms = est.active_sets_

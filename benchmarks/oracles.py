@@ -182,8 +182,9 @@ def conll_problem(data):
     Y = [[tok[2] for tok in s] for s in train]
     vec = SequenceVectorizer()
     X = vec.fit_transform([chunking_token_features(s) for s in train])
-    problem = ChainCRF().prepare(X, Y)
-    est = BCFWStructuredSVM(ChainCRF(), alpha=1.0 / len(X), max_iter=3, random_state=0).fit(X, Y)
+    problem = ChainCRF(normalize_loss=True).prepare(X, Y)  # the figures' settings (0.0 defaults)
+    est = BCFWStructuredSVM(ChainCRF(normalize_loss=True), alpha=1.0 / len(X), step="fw",
+                            max_iter=3, random_state=0).fit(X, Y)
     return problem, est.coef_
 
 
@@ -196,13 +197,13 @@ def main():
     args = parser.parse_args()
 
     X, _, Y, _ = split_folds(load_ocr_letters(), test_fold=0)
-    structure = ChainCRF()
+    structure = ChainCRF(normalize_loss=True)  # the figures' settings (0.0 defaults)
     problem = structure.prepare(X, Y)
     n = problem.n_samples
     rng = np.random.default_rng(0)
     # weights of a trained model, so that scores look like real ones
-    est = BCFWStructuredSVM(ChainCRF(), alpha=0.01, max_iter=10, random_state=0,
-                            warm_start=True).fit(X, Y)  # keeps its dual state
+    est = BCFWStructuredSVM(ChainCRF(normalize_loss=True), alpha=0.01, step="fw", max_iter=10,
+                            random_state=0, warm_start=True).fit(X, Y)  # keeps its dual state
     coef = est.coef_
     ocr = oracle_figures("OCR-large", "word", problem, coef, args.repeats)
     if args.data.exists():
@@ -273,7 +274,8 @@ def main():
         else:
             print(f"speed-up on 2 threads: {serial / wall:.2f}x")
 
-    fit = BCFWStructuredSVM(ChainCRF(), alpha=0.01, tol=0.01, random_state=0)
+    fit = BCFWStructuredSVM(ChainCRF(normalize_loss=True), alpha=0.01, step="fw", tol=0.01,
+                            random_state=0)
     first, wall, cpu, _ = timed(lambda: fit.fit(X, Y), max(1, args.repeats // 3))
     print(f"fit alpha=0.01 to gap {fit.duality_gap_:.2e}: {fit.n_iter_} passes, "
           f"{wall:.2f} s wall, {cpu:.2f} s CPU ({1e3 * wall / fit.n_iter_:.0f} ms per pass incl. "

@@ -35,7 +35,8 @@ def main():
     n = len(X)
     print(f"OCR-small: n = {n} words, {sum(len(y) for y in Y)} letters", flush=True)
     BCFWStructuredSVM(ChainCRF(), max_iter=2).fit(X[:20], Y[:20])  # compile / load the cache
-    est = BCFWStructuredSVM(ChainCRF(), random_state=0, max_iter=args.max_iter, step=args.step)
+    est = BCFWStructuredSVM(ChainCRF(normalize_loss=True), random_state=0,
+                            max_iter=args.max_iter, step=args.step)
     warnings.simplefilter("always")
     if "path" in args.what:
         t = time.perf_counter()

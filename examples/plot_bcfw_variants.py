@@ -31,9 +31,9 @@ n = len(X)
 fig, (ax_pass, ax_time) = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
 for sampling, step, cache in itertools.product(["uniform", "gap"], ["fw", "pairwise"],
                                                [False, True]):
-    est = BCFWStructuredSVM(ChainCRF(), alpha=args.alpha, max_iter=args.max_iter, tol=1e-5,
-                            gap_check=5, sampling=sampling, step=step, cache=cache,
-                            random_state=0).fit(X, Y)
+    est = BCFWStructuredSVM(ChainCRF(normalize_loss=True), alpha=args.alpha,
+                            max_iter=args.max_iter, tol=1e-5, gap_check=5, sampling=sampling,
+                            step=step, cache=cache, random_state=0).fit(X, Y)
     checks = [h for h in est.history_ if "gap" in h]
     label = f"{sampling}, {step}{', cache' if cache else ''}"
     style = dict(color={"fw": "C0", "pairwise": "C3"}[step],

@@ -54,7 +54,7 @@ for copy in range(3):
 test_features = noisy(truth)
 X_test, y_test = [grid_graph(test_features)], truth.ravel()
 
-crf = BCFWStructuredSVM(GraphCRF(), alpha=10.0, tol=0.02, max_iter=300,
+crf = BCFWStructuredSVM(GraphCRF(normalize_loss=True), alpha=10.0, tol=0.02, max_iter=300,
                         coef_bounds="positive_pairwise", step="pairwise", random_state=0)
 crf.fit(X, Y)
 crf_pred = crf.predict(X_test)[0]

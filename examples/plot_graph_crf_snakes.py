@@ -45,7 +45,8 @@ pixel = BCFWStructuredSVM(MulticlassSVM(), alpha=1e-4, tol=1e-3, max_iter=300,
 pixel.fit(np.concatenate([x[0] for x in X]), np.concatenate(Y))
 pixel_pred = [pixel.predict(x[0]) for x in X_test]
 
-crf = BCFWStructuredSVM(GraphCRF(edge_features=True, directed=True, inference="max_product"),
+crf = BCFWStructuredSVM(GraphCRF(edge_features=True, directed=True, inference="max_product",
+                                 normalize_loss=True),
                         alpha=0.01, tol=1e-3, max_iter=30, cache=True, random_state=0)
 with warnings.catch_warnings():  # the gap of an approximate oracle is not a certificate ...
     warnings.simplefilter("ignore")

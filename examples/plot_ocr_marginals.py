@@ -27,7 +27,7 @@ train = np.flatnonzero(ocr.folds == 0)
 test = np.flatnonzero(ocr.folds == 1)
 X_train = [ocr.data[i] for i in train]
 Y_train = [ocr.target[i] for i in train]
-est = BCFWStructuredSVM(ChainCRF(), alpha=0.01, tol=0.01, step="pairwise",
+est = BCFWStructuredSVM(ChainCRF(normalize_loss=True), alpha=0.01, tol=0.01, step="pairwise",
                         random_state=0).fit(X_train, Y_train)
 print(f"certified duality gap {est.duality_gap_:.4f}")
 

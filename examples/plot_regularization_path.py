@@ -25,7 +25,8 @@ ocr = load_ocr_letters()
 X_test, X_train, Y_test, Y_train = split_folds(ocr, test_fold=0)
 X_val, X_test, Y_val, Y_test = X_test[:700], X_test[700:], Y_test[:700], Y_test[700:]
 
-path = regularization_path(BCFWStructuredSVM(ChainCRF(), random_state=0), X_train, Y_train,
+path = regularization_path(BCFWStructuredSVM(ChainCRF(normalize_loss=True), step="fw",
+                                             random_state=0), X_train, Y_train,
                            eps=0.1, alpha_min=1e-5)
 print(f"{len(path.alphas_)} breakpoints, alpha from {path.alphas_[0]:.3g} to "
       f"{path.alphas_[-1]:.3g} ({path.stop_reason_}), "

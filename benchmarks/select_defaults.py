@@ -1,0 +1,243 @@
+"""The evidence behind the defaults: loss, step rule, ``tol``, ``alpha=None``, early stopping.
+
+    python benchmarks/select_defaults.py [--sections chains tol ocr multilabel binary graphs
+        smooth] [--data ../shared/datasets]
+
+Every figure is measured on development data, never on a test set:
+
+- ``chains``: ``BCFWStructuredSVM(ChainCRF(normalize_loss=False), step="pairwise")`` (the count
+  loss, pairwise steps, ``tol=3e-3``) fitted at each ``alpha`` of a grid, beside
+  CRFsuite (L-BFGS, c1 = c2 = 0.1) on the same splits: CoNLL-2003 ``eng.train`` -> ``eng.testa``
+  (entity F1) and CoNLL-2000 ``train`` by 3-fold cross-validation (chunk F1). Prints each
+  task's window of alphas at or above CRFsuite, the alpha of ``alpha=None``, and the same fit
+  with the normalised loss and with Frank-Wolfe steps at their ``alpha=None``.
+- ``tol``: the same fits at ``alpha=None`` along their passes: F1 against the relative gap.
+- ``ocr``: OCR letters, 3-fold cross-validation on the training words of
+  ``split_folds(test_fold=0)``: letter accuracy and passes to ``tol`` across alphas.
+- ``multilabel``: scene, 3-fold cross-validation on ``X_train``: Hamming accuracy by alpha.
+- ``binary``: a9a, 3-fold cross-validation on the training set: accuracy by alpha.
+- ``graphs``: snakes of 5x5 to 12x12 pixels (``make_snakes``), training / development seeds:
+  pooled pixel accuracy of ``GraphCRF`` with the count and the normalised loss by alpha.
+- ``smooth``: ``SmoothSSVMClassifier(ChainCRF())`` with and without early stopping on the
+  two CoNLL tasks as above.
+
+Fits of the chain sections take minutes each on 2 cores; ``--sections`` picks a subset.
+"""
+import argparse
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.model_selection import KFold
+
+from sklearn_ssvm import BCFWStructuredSVM, ChainCRF, MultiLabel, SmoothSSVMClassifier
+from sklearn_ssvm.metrics import chunk_f1_score
+
+from sequence_labelling import DEFAULT_DATA, load
+
+ALPHAS = [1e-4, 2e-4, 3e-4, 5e-4, 7e-4, 1e-3, 2e-3]
+SECTIONS = ("chains", "tol", "ocr", "multilabel", "binary", "graphs", "smooth")
+
+
+def conll_splits(task, data):
+    """(X_train, Y_train, X_eval, Y_eval, F_train, F_eval) per split: CoNLL-2003 train ->
+    testa, CoNLL-2000 3 folds of train (vectorised on the training part)."""
+    from sklearn_ssvm.feature_extraction import SequenceVectorizer
+
+    if task == "ner":
+        F, Y, F_eval, Y_eval = load("ner", data)
+        splits = [(F, Y, F_eval, Y_eval)]
+    else:
+        F_all, Y_all, _, _ = load("chunking", data, evaluation=False)
+        splits = [([F_all[i] for i in tr], [Y_all[i] for i in tr], [F_all[i] for i in te],
+                   [Y_all[i] for i in te])
+                  for tr, te in KFold(3, shuffle=True, random_state=0).split(F_all)]
+    out = []
+    for F, Y, F_eval, Y_eval in splits:
+        vec = SequenceVectorizer().fit(F)
+        out.append((vec.transform(F), Y, vec.transform(F_eval), Y_eval, F, F_eval))
+    return out
+
+
+def f1_of(est, split):
+    return 100 * chunk_f1_score(split[3], est.predict(split[2]))
+
+
+def crfsuite_f1(splits):
+    import sklearn_crfsuite
+
+    scores = []
+    for _, Y, _, Y_eval, F, F_eval in splits:
+        crf = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100)
+        crf.fit(F, Y)
+        scores.append(100 * chunk_f1_score(Y_eval, crf.predict(F_eval)))
+    return float(np.mean(scores))
+
+
+def mean_f1(make, splits):
+    scores, passes = [], []
+    for split in splits:
+        est = make().fit(split[0], split[1])
+        scores.append(f1_of(est, split))
+        passes.append(est.n_iter_)
+    return float(np.mean(scores)), est, float(np.mean(passes))
+
+
+def chains(data):
+    for task in ("ner", "chunking"):
+        splits = conll_splits(task, data)
+        reference = crfsuite_f1(splits)
+        rule = ChainCRF().prepare(splits[0][0], splits[0][1]).default_alpha()
+        print(f"\n{task}: CRFsuite {reference:.2f}; alpha=None -> {rule:.3g} (count loss)")
+        print("| alpha | F1 (count loss, pairwise) | passes | >= CRFsuite |")
+        print("|---|---|---|---|")
+        for alpha in sorted(set(ALPHAS) | {rule}):
+            f1, _, passes = mean_f1(lambda: BCFWStructuredSVM(ChainCRF(), alpha=alpha,
+                                                              random_state=0), splits)
+            mark = " (alpha=None)" if alpha == rule else ""
+            print(f"| {alpha:.3g}{mark} | {f1:.2f} | {passes:.0f} | "
+                  f"{'yes' if f1 >= reference else 'no'} |", flush=True)
+        for name, make in [("normalised loss, alpha=None", lambda: BCFWStructuredSVM(
+                               ChainCRF(normalize_loss=True), random_state=0)),
+                           ("normalised loss, alpha 0.01 (the 0.0 default)",
+                            lambda: BCFWStructuredSVM(ChainCRF(normalize_loss=True),
+                                                      alpha=0.01, random_state=0)),
+                           ("count loss, Frank-Wolfe steps, alpha=None", lambda:
+                            BCFWStructuredSVM(ChainCRF(), step="fw", random_state=0))]:
+            f1, _, passes = mean_f1(make, splits)
+            print(f"  {name}: F1 {f1:.2f} ({passes:.0f} passes)", flush=True)
+
+
+def tol(data):
+    for task in ("ner", "chunking"):
+        splits = conll_splits(task, data)
+        print(f"\n{task}: F1 and relative gap along the passes at alpha=None")
+        rows = {}
+        for split in splits:
+            est = BCFWStructuredSVM(ChainCRF(), tol=0.0, max_iter=5, warm_start=True,
+                                    random_state=0)
+            for k in range(5, 45, 5):
+                est.fit(split[0], split[1])
+                rows.setdefault(k, []).append((f1_of(est, split),
+                                               est.duality_gap_ / est.loss_scale_))
+        print("| passes | relative gap | F1 |\n|---|---|---|")
+        for k, vals in rows.items():
+            print(f"| {k} | {np.mean([g for _, g in vals]):.2g} | "
+                  f"{np.mean([f for f, _ in vals]):.2f} |", flush=True)
+
+
+def ocr():
+    from sklearn_ssvm.datasets import load_ocr_letters, split_folds
+
+    X, _, Y, _ = split_folds(load_ocr_letters(), test_fold=0)
+    rule = ChainCRF().prepare(X, Y).default_alpha()
+    print(f"\nOCR, 3-fold CV on the training words; alpha=None -> {rule:.3g} (count loss)")
+    print("| alpha | letter accuracy | passes to tol (<= 100) |\n|---|---|---|")
+    for alpha in sorted({2.5e-4, 5e-4, 1e-3, 3e-3, 1e-2, rule}):
+        accs, passes = [], []
+        for train, held in KFold(3).split(X):
+            est = BCFWStructuredSVM(ChainCRF(), alpha=alpha, random_state=0)
+            est.fit([X[i] for i in train], [Y[i] for i in train])
+            accs.append(est.score([X[i] for i in held], [Y[i] for i in held]))
+            passes.append(est.n_iter_)
+        print(f"| {alpha:.3g}{' (alpha=None)' if alpha == rule else ''} | "
+              f"{100 * np.mean(accs):.2f} | {np.mean(passes):.0f} |", flush=True)
+
+
+def cross_validated(make, X, Y, folds=3):
+    from sklearn.model_selection import cross_val_score
+
+    return 100 * float(np.mean(cross_val_score(make(), X, Y, cv=KFold(folds, shuffle=True,
+                                                                      random_state=0))))
+
+
+def multilabel(data):
+    scene = np.load(data / "scene_multilabel.npz")
+    X, Y = scene["X_train"], scene["y_train"]
+    rule = MultiLabel().prepare(X, Y).default_alpha()
+    print(f"\nscene, 3-fold CV on X_train: Hamming accuracy; alpha=None -> {rule:.3g}, "
+          f"1/n = {1 / len(X):.3g}")
+    for alpha in sorted({1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 1 / len(X)}):
+        acc = cross_validated(lambda: BCFWStructuredSVM(MultiLabel(), alpha=alpha, tol=1e-3,
+                                                        max_iter=200, random_state=0), X, Y)
+        print(f"  alpha {alpha:.3g}: {acc:.2f}", flush=True)
+
+
+def binary(data):
+    from sklearn.datasets import load_svmlight_file
+
+    from sklearn_ssvm import BinarySVM
+
+    X, y = load_svmlight_file(str(data / "binary" / "a9a.gz"), n_features=123)
+    print(f"\na9a, 3-fold CV on the training set: accuracy; alpha=None -> 1/n = "
+          f"{1 / X.shape[0]:.3g}")
+    for alpha in sorted({3e-6, 1e-5, 1e-4, 1e-3, 1 / X.shape[0]}):
+        acc = cross_validated(lambda: BCFWStructuredSVM(BinarySVM(), alpha=alpha, tol=1e-3,
+                                                        random_state=0), X, y)
+        print(f"  alpha {alpha:.3g}: {acc:.2f}", flush=True)
+
+
+def snakes(n, seed):
+    from sklearn_ssvm.datasets import make_snakes
+
+    rng = np.random.default_rng(seed)
+    X, Y = [], []
+    for _ in range(n):
+        side = int(rng.integers(5, 13))
+        x, y = make_snakes(1, shape=(side, side), n_segments=10, noise=0.3,
+                           random_state=int(rng.integers(2**31)))
+        X += x
+        Y += y
+    return X, Y
+
+
+def graphs():
+    from sklearn_ssvm.structures import GraphCRF
+
+    X, Y = snakes(100, 0)
+    X_dev, Y_dev = snakes(60, 1)
+    nodes = np.mean([len(y) for y in Y])
+    print(f"\nsnakes of 5x5 to 12x12 pixels ({nodes:.0f} on average), 100 training / 60 "
+          f"development images: pooled pixel accuracy (alpha in units of the normalised loss; "
+          f"alpha=None is 1/n = {1 / len(X):.3g} there)")
+    for normalize in (True, False):
+        for alpha in (1.0, 0.1, 1 / len(X)):
+            est = BCFWStructuredSVM(
+                GraphCRF(edge_features=True, directed=True, inference="max_product",
+                         normalize_loss=normalize),
+                alpha=alpha if normalize else alpha / nodes, tol=1e-3, max_iter=30, cache=True,
+                random_state=0).fit(X, Y)
+            acc = np.mean(np.concatenate(est.predict(X_dev)) == np.concatenate(Y_dev))
+            print(f"  {'normalised' if normalize else 'count'} loss, alpha {alpha:.3g}: "
+                  f"{100 * acc:.2f}", flush=True)
+
+
+def smooth(data):
+    for task in ("ner", "chunking"):
+        splits = conll_splits(task, data)
+        for early in (False, "auto"):
+            cpu = time.process_time()
+            f1, est, _ = mean_f1(lambda: SmoothSSVMClassifier(ChainCRF(), early_stopping=early,
+                                                              random_state=0), splits)
+            print(f"{task} SmoothSSVMClassifier(early_stopping={early!r}): F1 {f1:.2f}, "
+                  f"alpha {est.alpha_:.3g}, {(time.process_time() - cpu) / len(splits):.0f} "
+                  f"CPU s a fit", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=SECTIONS)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")  # max_iter warnings of the small alphas
+    for section in args.sections:
+        run = {"chains": lambda: chains(args.data), "tol": lambda: tol(args.data),
+               "ocr": ocr, "multilabel": lambda: multilabel(args.data),
+               "binary": lambda: binary(args.data), "graphs": graphs,
+               "smooth": lambda: smooth(args.data)}[section]
+        run()
+
+
+if __name__ == "__main__":
+    main()
