@@ -15,7 +15,7 @@ import numpy as np
 
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF
 from sklearn_ssvm.datasets import load_ocr_letters
-from sklearn_ssvm.path import grid_search_path, regularization_path
+from sklearn_ssvm.model_selection import grid_search_path, regularization_path
 
 
 def main():

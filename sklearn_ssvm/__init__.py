@@ -1,8 +1,8 @@
 """sklearn_ssvm: structured SVMs with numba oracles and a scikit-learn API."""
-from .estimators import (BCFWStructuredSVM, BCFWStructuredSVMCV, BMRMStructuredSVM, PragamSVC,
-                         SmoothSSVMClassifier, SmoothSSVMClassifierCV)
-from .path import (GridSearchPath, PathCV, RegularizationPath, cross_validate_path,
-                   grid_search_path, regularization_path)
+from .estimators import BCFWStructuredSVM, BMRMStructuredSVM, PragamSVC, SmoothSSVMClassifier
+from .model_selection import (BCFWStructuredSVMCV, GridSearchPath, PathCV, RegularizationPath,
+                              SmoothSSVMClassifierCV, cross_validate_path, grid_search_path,
+                              regularization_path)
 from .structures import BinarySVM, CandidateSet, ChainCRF, GraphCRF, MulticlassSVM, MultiLabel
 
 __version__ = "0.1.0.dev0"

@@ -7,7 +7,7 @@ import pytest
 
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF, MulticlassSVM
 from sklearn_ssvm._kernels.bcfw import AWAY, FW, PAIRWISE, bcfw_pass
-from sklearn_ssvm.path import grid_search_path, regularization_path
+from sklearn_ssvm.model_selection import grid_search_path, regularization_path
 from sklearn_ssvm.penalties import ElasticNet, soft_threshold
 from sklearn_ssvm.solvers.bcfw import DualState, bcfw, certificate, weights
 

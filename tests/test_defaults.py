@@ -12,7 +12,8 @@ docscrape = pytest.importorskip("numpydoc.docscrape")
 
 MODULES = ["sklearn_ssvm", "sklearn_ssvm.structures", "sklearn_ssvm.datasets",
            "sklearn_ssvm.feature_extraction", "sklearn_ssvm.metrics", "sklearn_ssvm.inspection",
-           "sklearn_ssvm.penalties", "sklearn_ssvm.smoothing", "sklearn_ssvm.marginals"]
+           "sklearn_ssvm.penalties", "sklearn_ssvm.smoothing", "sklearn_ssvm.marginals",
+           "sklearn_ssvm.model_selection"]
 
 
 def documented_callables():

@@ -9,8 +9,9 @@ import pytest
 pytest.importorskip("maxflow")
 
 from sklearn_ssvm.smoothing import topk_smooth_max  # noqa: E402
-from sklearn_ssvm.structures.graph import (  # noqa: E402
-    BinaryGraphCRF, bmmf_topk, graphcut_map, graphcut_max_marginals, project_submodular)
+from sklearn_ssvm.marginals import (  # noqa: E402
+    bmmf_topk, graphcut_map, graphcut_max_marginals, project_submodular)
+from sklearn_ssvm.structures import BinaryGraphCRF  # noqa: E402
 
 
 # -- random models and enumeration -----------------------------------------------------------

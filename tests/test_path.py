@@ -8,9 +8,9 @@ import pytest
 
 from sklearn_ssvm import (BCFWStructuredSVM, BMRMStructuredSVM, ChainCRF, MulticlassSVM,
                           MultiLabel, PragamSVC, SmoothSSVMClassifier)
-from sklearn_ssvm.path import (GridSearchPath, RegularizationPath, block_deltas,
-                               grid_search_path, initialize_path, keep_primal_rescale,
-                               regularization_path)
+from sklearn_ssvm.model_selection import (GridSearchPath, RegularizationPath, grid_search_path,
+                                          regularization_path)
+from sklearn_ssvm.model_selection._path import block_deltas, initialize_path, keep_primal_rescale
 from sklearn_ssvm.solvers.bcfw import DualState, bcfw, certificate, weights
 from sklearn_ssvm.structures.base import Problem
 
@@ -449,7 +449,7 @@ def test_path_with_active_sets(step, cache):
 # --- cross-validation along the path -------------------------------------------------------------
 
 def test_cross_validate_path():
-    from sklearn_ssvm.path import cross_validate_path
+    from sklearn_ssvm.model_selection import cross_validate_path
 
     X, y = multiclass_data(14, n=45, spread=2.5)
     est = BCFWStructuredSVM(MulticlassSVM(), random_state=0)

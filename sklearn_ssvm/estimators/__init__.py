@@ -4,4 +4,3 @@ from .pragam import PragamSVC
 from .smooth import SmoothSSVMClassifier
 
 __all__ = ["BCFWStructuredSVM", "BMRMStructuredSVM", "PragamSVC", "SmoothSSVMClassifier"]
-from .cv import BCFWStructuredSVMCV, SmoothSSVMClassifierCV

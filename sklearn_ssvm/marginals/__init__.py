@@ -7,13 +7,15 @@ local-polytope (TRBP) baseline.
 """
 from ._estimator import TRWBarrierFW, TRWLocalPolytope
 from ._exact import brute_force_marginals, grid_marginals, marginal_error
+from ._graphcut import bmmf_topk, graphcut_map, graphcut_max_marginals, project_submodular
 from ._mrf import PairwiseMRF, grid_edges, random_complete_graph, random_grid, random_rbm
 from ._oracles import (AlphaExpansionMAP, AutoMAP, BestOfMAP, BruteForceMAP, GraphCutMAP, ICMMAP,
                        MAPResult, MaxProductMAP, MILPMAP, TreeMAP)
-from ._solvers import (TRWFrankWolfe, frank_wolfe_trw, initial_rho, rescale_weights,
-                       trbp_log_partition, trw_barrier_fw, trw_local_polytope, update_delta)
-from ._spanning import (edge_mutual_information, entropy_coefficients, matrix_tree_rho,
-                        max_weight_spanning_tree, spanning_tree_edge_probs, trw_objective)
+from ._solvers import (TRWFrankWolfe, frank_wolfe_trw, rescale_weights, trbp_log_partition,
+                       trw_barrier_fw, trw_local_polytope, update_delta)
+from ._spanning import (edge_mutual_information, entropy_coefficients, initial_rho,
+                        matrix_tree_rho, max_weight_spanning_tree, spanning_tree_edge_probs,
+                        trw_objective)
 
 __all__ = ["PairwiseMRF", "TRWBarrierFW", "TRWLocalPolytope", "TRWFrankWolfe",
            "frank_wolfe_trw", "trw_barrier_fw", "trw_local_polytope", "trbp_log_partition",
@@ -21,7 +23,8 @@ __all__ = ["PairwiseMRF", "TRWBarrierFW", "TRWLocalPolytope", "TRWFrankWolfe",
            "update_delta", "rescale_weights",
            "MAPResult", "AlphaExpansionMAP", "AutoMAP", "BestOfMAP", "BruteForceMAP",
            "GraphCutMAP", "ICMMAP", "MaxProductMAP",
-           "MILPMAP", "TreeMAP",
+           "MILPMAP", "TreeMAP", "bmmf_topk", "graphcut_map", "graphcut_max_marginals",
+           "project_submodular",
            "brute_force_marginals", "grid_marginals", "marginal_error",
            "grid_edges", "random_complete_graph", "random_grid", "random_rbm",
            "edge_mutual_information", "entropy_coefficients", "matrix_tree_rho",

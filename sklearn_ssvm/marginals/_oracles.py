@@ -19,6 +19,8 @@ from collections import namedtuple
 import numpy as np
 
 from . import _kernels as K
+from ._graphcut import graphcut_map
+from ._spanning import initial_rho
 
 __all__ = ["MAPResult", "BruteForceMAP", "TreeMAP", "ICMMAP", "MaxProductMAP", "AlphaExpansionMAP",
            "GraphCutMAP", "MILPMAP", "BestOfMAP", "AutoMAP", "check_map_oracle"]
@@ -254,7 +256,6 @@ class MaxProductMAP(_Oracle):
         if isinstance(self.rho, str) and self.rho == "loopy":
             weights = np.ones(mrf.n_edges)
         else:
-            from ._solvers import initial_rho  # the solvers import this module
             weights = np.maximum(initial_rho(mrf, self.rho), 1e-12)
         self._cache = (mrf, weights)
         return weights
@@ -280,7 +281,7 @@ class AlphaExpansionMAP(_Oracle):
     oracle of spec 004 §2.2; needs PyMaxflow).
 
     A move for label ``a`` lets every node keep its label or switch to ``a``: a binary model
-    whose edge tables are solved by ``structures.graph.graphcut_map``. The moves cycle over the
+    whose edge tables are solved by ``graphcut_map``. The moves cycle over the
     labels until none improves the score. For Potts-like models (edge scores rewarding equal
     labels, the negated energies of a metric) every move is submodular and the result is
     within the known bound: with energies ``E = -score`` split into non-negative node and
@@ -300,7 +301,6 @@ class AlphaExpansionMAP(_Oracle):
         self.max_cycles = max_cycles
 
     def __call__(self, mrf, potentials, init=None):
-        from ..structures.graph import graphcut_map
         pot = _check_potentials(mrf, potentials)
         unary, pair = mrf.padded_tables(pot, fill=-np.inf)
         n_states = mrf.n_states
@@ -339,7 +339,7 @@ class AlphaExpansionMAP(_Oracle):
 
 class GraphCutMAP(_Oracle):
     """Exact MAP of binary models with submodular edges (``p00 + p11 >= p01 + p10``) by one
-    minimum cut (``sklearn_ssvm.structures.graph.graphcut_map``; needs PyMaxflow).
+    minimum cut (``sklearn_ssvm.marginals.graphcut_map``; needs PyMaxflow).
 
     A MAP oracle of the Frank-Wolfe marginal solvers (Krishnan, Lacoste-Julien & Sontag 2015, spec
     004 §2.2), by max-flow (Boykov & Kolmogorov 2004, through PyMaxflow).
@@ -352,7 +352,6 @@ class GraphCutMAP(_Oracle):
     exact = True
 
     def __call__(self, mrf, potentials, init=None):
-        from ..structures.graph import graphcut_map
         pot = _check_potentials(mrf, potentials)
         if np.any(mrf.n_states != 2):
             raise ValueError("GraphCutMAP needs binary variables.")

@@ -17,11 +17,11 @@ import numpy as np
 
 from . import _kernels as K
 from ._oracles import check_map_oracle
-from ._spanning import (edge_mutual_information, entropy_coefficients, matrix_tree_rho,
-                        max_weight_spanning_tree, spanning_tree_edge_probs, trw_objective)
+from ._spanning import (edge_mutual_information, entropy_coefficients, initial_rho,
+                        max_weight_spanning_tree, trw_objective)
 
 __all__ = ["TRWFrankWolfe", "frank_wolfe_trw", "trw_barrier_fw", "trw_local_polytope",
-           "initial_rho", "update_delta", "rescale_weights"]
+           "update_delta", "rescale_weights"]
 
 _DELTA_MODES = ("adaptive", "fixed", "none")
 
@@ -76,40 +76,6 @@ def rescale_weights(alpha, delta, new_delta):
     out[1:] *= (1.0 - delta) / (1.0 - new_delta)
     out[0] = max(1.0 - out[1:].sum(), 0.0)
     return out
-
-
-def initial_rho(mrf, rho0="matrix_tree"):
-    """Initial edge appearance probabilities: ``"matrix_tree"`` (the paper's weighted
-    matrix-tree initialisation, spec §2.9), ``"uniform"`` (uniform over spanning trees) or an
-    array in the spanning-tree polytope.
-
-    The starting edge appearance probabilities of Krishnan, Lacoste-Julien & Sontag (2015, spec 004
-    §4).
-
-    Parameters
-    ----------
-    mrf : PairwiseMRF
-        The model.
-    rho0 : {"matrix_tree", "uniform"} or array_like, default="matrix_tree"
-        ``"matrix_tree"`` uses ``matrix_tree_rho(mrf)``, ``"uniform"`` uses
-        ``spanning_tree_edge_probs`` with unit weights; an array of shape ``(mrf.n_edges,)``
-        (entries in ``[0, 1]``) is copied.
-
-    Returns
-    -------
-    ndarray of float64, shape (mrf.n_edges,)
-        The edge appearance probabilities rho.
-    """
-    if isinstance(rho0, str):
-        if rho0 == "matrix_tree":
-            return matrix_tree_rho(mrf)
-        if rho0 == "uniform":
-            return spanning_tree_edge_probs(mrf.n_nodes, mrf.edges)
-        raise ValueError(f"rho0 must be 'matrix_tree', 'uniform' or an array, got {rho0!r}.")
-    rho = np.asarray(rho0, dtype=np.float64)
-    if rho.shape != (mrf.n_edges,) or np.any(rho < 0) or np.any(rho > 1):
-        raise ValueError(f"rho0 must have shape ({mrf.n_edges},) with entries in [0, 1].")
-    return rho.copy()
 
 
 class TRWFrankWolfe:

@@ -15,12 +15,13 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from .._kernels.smoothed import ENTROPY, L2, NONE
+from ..marginals._graphcut import _check_count, _check_edges, bmmf_topk, graphcut_max_marginals
 from ..marginals._mrf import PairwiseMRF, grid_edges
 from ..marginals._oracles import BruteForceMAP, GraphCutMAP, MILPMAP, TreeMAP, check_map_oracle
-from ..marginals._solvers import initial_rho, trbp_log_partition
+from ..marginals._solvers import trbp_log_partition
+from ..marginals._spanning import initial_rho
 from ..smoothing import topk_smooth_max
-from .graph import (GraphProblem, _check_count, _check_edges, _check_matrix, bmmf_topk,
-                    graphcut_max_marginals)
+from .graph import GraphProblem, _check_matrix
 
 __all__ = ["GraphCRF", "grid_graph"]
 

@@ -31,11 +31,11 @@ from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
-from ._kernels.batch import stats_from_labels
-from ._validation import check_params
-from .structures.base import StructuredModel
-from .solvers._common import kernel_threads
-from .solvers.bcfw import (DualState, bcfw, certificate, keep_primal_rescale,
+from .._kernels.batch import stats_from_labels
+from .._validation import check_params
+from ..structures.base import StructuredModel
+from ..solvers._common import kernel_threads
+from ..solvers.bcfw import (DualState, bcfw, certificate, keep_primal_rescale,
                             rescale_active_sets, weights)
 
 __all__ = ["GridSearchPath", "PathCV", "PathStart", "RegularizationPath", "block_deltas",
@@ -232,7 +232,7 @@ def _seed_sequences(random_state, k):
 
 def _solver_settings(estimator):
     """BCFW settings of ``estimator`` (a ``BCFWStructuredSVM``) for the solves of a path."""
-    from .estimators import BCFWStructuredSVM
+    from ..estimators import BCFWStructuredSVM
 
     if not isinstance(estimator, BCFWStructuredSVM):
         raise ValueError(f"The regularization paths (regularization_path, grid_search_path, "
@@ -801,7 +801,7 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
 def _vertex_atoms(problem, labels, settings):
     """Active sets of ``alpha^inf`` (one atom per block, ``y~_i``) for pairwise/away steps
     and the oracle cache."""
-    from .solvers import bcfw as solver  # only solvers with active sets get here
+    from ..solvers import bcfw as solver  # only solvers with active sets get here
 
     capacity = solver.ActiveSets.initial_room(settings.get("cache", False),
                                               settings.get("cache_size", 50),

@@ -17,10 +17,10 @@ from sklearn.model_selection import check_cv
 from .._validation import check_params
 from ..metrics import get_scorer
 from ..penalties import ElasticNet
-from ..path import _take
+from ._path import _take
 from ..solvers._common import interruptible
-from .bcfw import BCFWStructuredSVM
-from .smooth import SmoothSSVMClassifier
+from ..estimators.bcfw import BCFWStructuredSVM
+from ..estimators.smooth import SmoothSSVMClassifier
 
 #: an integer ``alphas`` is that many values this ratio apart, centred on ``alpha=None``
 GRID_RATIO = 2.0
