@@ -45,7 +45,7 @@ class TRWBarrierFW(_MarginalsMixin, BaseEstimator):
     ----------
     map_oracle : str or callable, default="auto"
         A MAP oracle (protocol in ``sklearn_ssvm.marginals._oracles``) or a name: ``"auto"``
-        (exact: tree max-product on forests, brute force up to 2**20 assignments, else integer
+        (exact: tree max-product on forests, brute force up to 2**16 assignments, else integer
         programming with HiGHS), ``"brute_force"``, ``"tree"``, ``"graphcut"``, ``"milp"``,
         ``"icm"`` (approximate: no certified bound).
     n_rho_iter : int, default=10

@@ -438,20 +438,7 @@ class PairwiseMRF:
         bool
             True if the graph is a forest (an empty edge set included).
         """
-        parent = np.arange(self.n_nodes)
-
-        def find(a):
-            while parent[a] != a:
-                parent[a] = parent[parent[a]]
-                a = parent[a]
-            return a
-
-        for a, b in self.edges:
-            ra, rb = find(a), find(b)
-            if ra == rb:
-                return False
-            parent[ra] = rb
-        return True
+        return self.n_edges == self.n_nodes - self.n_components()  # every edge joins two trees
 
     def n_components(self):
         """Number of connected components of the graph (isolated nodes count as components).

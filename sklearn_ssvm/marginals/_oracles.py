@@ -479,6 +479,12 @@ class BestOfMAP(_Oracle):
         return MAPResult(best.assignment, best.value, bound, exact)
 
 
+#: the largest model with a cycle that ``"auto"`` enumerates: beyond it HiGHS is faster (one
+#: MAP call on a binary grid, 2**16 assignments: enumeration 14 ms, HiGHS 18 ms; 2**18: 53 and
+#: 18 ms)
+BRUTE_FORCE_LIMIT = 2 ** 16
+
+
 class AutoMAP(_Oracle):
     """The default exact oracle: tree max-product on forests, brute force up to
     ``max_configurations`` assignments, otherwise integer programming (HiGHS).
@@ -488,14 +494,14 @@ class AutoMAP(_Oracle):
 
     Parameters
     ----------
-    max_configurations : int, default=2**20
+    max_configurations : int, default=2**16
         Largest number of assignments of a model with a cycle that is solved by brute force
-        (``BruteForceMAP``); larger models go to ``MILPMAP``.
+        (``BruteForceMAP``); larger models go to ``MILPMAP``, faster beyond it.
     """
 
     exact = True
 
-    def __init__(self, max_configurations=2 ** 20):
+    def __init__(self, max_configurations=BRUTE_FORCE_LIMIT):
         self.max_configurations = max_configurations
         self._cache = (None, None)
 

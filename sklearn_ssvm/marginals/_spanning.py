@@ -64,11 +64,13 @@ def spanning_tree_edge_probs(n_nodes, edges, weights=None, min_weight=1e-3):
 
 
 def max_weight_spanning_tree(n_nodes, edges, weights):
-    """Indicator of a maximum-weight spanning tree (forest) by Kruskal's algorithm.
+    """Indicator of a maximum-weight spanning tree (forest), Kruskal's tree.
 
-    Works on the explicit edge list, so zero or negative weights are kept (scipy's
-    ``minimum_spanning_tree`` drops zero entries and can return a forest, spec 004 §2.9). Ties
-    are broken by edge order (stable sort), deterministically.
+    scipy's ``minimum_spanning_tree`` on the edges' ranks: rank 1 for the heaviest edge, ties
+    broken by edge order (a stable sort), so that zero or negative weights are kept (scipy drops
+    zero entries, spec 004 §2.9) and the tree is the one Kruskal's algorithm picks in that
+    order. Of parallel edges only the first in that order can be a tree edge; self loops never
+    are.
 
     Parameters
     ----------
@@ -84,24 +86,21 @@ def max_weight_spanning_tree(n_nodes, edges, weights):
     ndarray of float64, shape (n_edges,)
         The indicator: 1 on the ``n_nodes - n_components`` tree edges, 0 elsewhere.
     """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import minimum_spanning_tree
+
     edges = _check_graph(n_nodes, edges)
     w = np.asarray(weights, dtype=np.float64)
     if w.shape != (len(edges),):
         raise ValueError("weights must have one entry per edge.")
-    parent = np.arange(n_nodes)
-
-    def find(v):
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
+    order = np.argsort(-w, kind="stable")  # Kruskal's order
+    lo, hi = edges[order].min(axis=1), edges[order].max(axis=1)
+    _, first = np.unique(lo * n_nodes + hi, return_index=True)  # the first of parallel edges
+    first = first[lo[first] != hi[first]]
+    ranked = coo_matrix((first + 1.0, (lo[first], hi[first])), shape=(n_nodes, n_nodes))
+    tree = minimum_spanning_tree(ranked).tocoo()
     out = np.zeros(len(edges))
-    for e in np.argsort(-w, kind="stable"):
-        ra, rb = find(edges[e, 0]), find(edges[e, 1])
-        if ra != rb:
-            parent[ra] = rb
-            out[e] = 1.0
+    out[order[tree.data.astype(np.int64) - 1]] = 1.0
     return out
 
 

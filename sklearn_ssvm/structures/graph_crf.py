@@ -17,7 +17,7 @@ from sklearn.exceptions import NotFittedError
 from .._kernels.smoothed import ENTROPY, L2, NONE
 from ..marginals._graphcut import _check_count, _check_edges, bmmf_topk, graphcut_max_marginals
 from ..marginals._mrf import PairwiseMRF, grid_edges
-from ..marginals._oracles import BruteForceMAP, GraphCutMAP, MILPMAP, TreeMAP, check_map_oracle
+from ..marginals._oracles import AutoMAP, GraphCutMAP, TreeMAP, check_map_oracle
 from ..marginals._solvers import trbp_log_partition
 from ..marginals._spanning import initial_rho
 from ..smoothing import topk_smooth_max
@@ -25,8 +25,6 @@ from .graph import GraphProblem, _check_matrix
 
 __all__ = ["GraphCRF", "grid_graph"]
 
-#: models with at most this many labelings and a cycle are solved by enumeration
-BRUTE_FORCE_LIMIT = 2 ** 16
 #: graph cuts keep no state between calls: one instance serves every example
 _GRAPH_CUT = GraphCutMAP()
 
@@ -540,16 +538,11 @@ class GraphCRF(BaseEstimator):
         weights) and the example's exact oracle: max-product on a forest, enumeration of a
         small model, else integer programming."""
         if example.oracle is None:  # oracles cache their last model: one per example
-            if self.inference != "auto":
-                example.oracle = (check_map_oracle(self.inference)
-                                  if isinstance(self.inference, str)
-                                  else copy.deepcopy(self.inference))
-            elif example.mrf.is_forest():
-                example.oracle = TreeMAP()
-            elif self.n_states_ ** example.n_nodes <= BRUTE_FORCE_LIMIT:
-                example.oracle = BruteForceMAP()
-            else:
-                example.oracle = MILPMAP()
+            example.oracle = (check_map_oracle(self.inference)
+                              if isinstance(self.inference, str)
+                              else copy.deepcopy(self.inference))
+            if isinstance(example.oracle, AutoMAP):  # the exact oracle this model needs
+                example.oracle = example.oracle.choose(example.mrf)
         if self.inference == "auto" and self.n_states_ == 2 \
                 and not isinstance(example.oracle, TreeMAP) and _maxflow_available():
             tables = potentials[example.mrf.edge_offsets[0]:].reshape(-1, 2, 2)
