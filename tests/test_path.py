@@ -12,7 +12,7 @@ from sklearn_ssvm.model_selection import (GridSearchPath, RegularizationPath, gr
                                           regularization_path)
 from sklearn_ssvm.model_selection._path import block_deltas, initialize_path, keep_primal_rescale
 from sklearn_ssvm.solvers.bcfw import DualState, bcfw, certificate, weights
-from sklearn_ssvm.structures.base import Problem
+from sklearn_ssvm.structures import Problem
 
 EPS = 0.1
 

@@ -1,6 +1,6 @@
 """Block-coordinate Frank-Wolfe for the structured SVM dual (spec 002 §2, Alg. 1).
 
-A pure function over a packed :class:`~sklearn_ssvm.structures.base.Problem`: no estimator, no
+A pure function over a packed :class:`~sklearn_ssvm.structures.Problem`: no estimator, no
 scikit-learn. The dual state lives in label space (see ``_kernels/bcfw.py``).
 
 The penalty is an :class:`~sklearn_ssvm.penalties.ElasticNet` ``(c/2) ||w||^2 + l1 ||w||_1``
@@ -17,7 +17,7 @@ from .._kernels.batch import weights_from_state
 from .._kernels.bcfw import AWAY, FW, PAIRWISE, bcfw_pass, state_from_atoms
 from .._kernels.labelings import CHAIN
 from ..penalties import as_penalty, soft_threshold
-from ..structures.base import example_rows
+from ..structures._problem import example_rows
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 from ._common import dense_oracles as _dense
 from .bcfw_dense import dense_pass, dense_state_from_atoms

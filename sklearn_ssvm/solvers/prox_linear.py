@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._kernels.labelings import CANDIDATES
-from ..structures.base import Problem
+from ..structures._problem import Problem
 from ._common import Clock, ProgressBar, stop_requested
 from .smooth import casimir_svrg
 

@@ -1,6 +1,6 @@
 """Smoothed structured SVM solvers: SGD, SVRG and Casimir-SVRG (spec 000 §3, §5.4).
 
-Pure functions over a packed :class:`~sklearn_ssvm.structures.base.Problem`. They minimise
+Pure functions over a packed :class:`~sklearn_ssvm.structures.Problem`. They minimise
 
     F_mu(w) = (1/n) sum_i f_{i,mu}(w) + r(w)                                     (spec eq. (1))
 

@@ -1,4 +1,5 @@
-from .base import Problem, StructuredModel
+from ._problem import Problem
+from .base import StructuredModel
 from .binary import BinarySVM
 from .candidates import CandidateSet
 from .chain import ChainCRF

@@ -1,23 +1,19 @@
-"""Loopy binary pairwise graphs: ``BinaryGraphCRF`` and ``GraphProblem``, the packed problem
-of every graph structure (its oracles run per example, from Python).
+"""Loopy binary pairwise graphs: ``BinaryGraphCRF``, the binary graph structure whose problem
+is a ``GraphProblem`` (its oracles run per example, from Python).
 
 The max and top-K oracles of ``BinaryGraphCRF`` are graph cuts and BMMF
 (``marginals._graphcut``); the exp oracle (entropy smoothing) is #P-hard on these graphs and is
 not offered (spec 000 §2.2).
 """
-from collections import Counter
-from functools import cached_property
-
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from .._kernels.smoothed import NONE, TOP_K
-from .._kernels.threads import thread_map
 from ..marginals._graphcut import (_check_count, _check_edges, _score, bmmf_topk, graphcut_map,
                                    graphcut_max_marginals, project_submodular)
 from ..smoothing import topk_smooth_max
-from .base import ExampleWeights
+from ._problem import GraphProblem
 
 __all__ = ["BinaryGraphCRF"]
 
@@ -550,183 +546,3 @@ class BinaryGraphCRF(BaseEstimator):
         coef = np.array(coef, dtype=np.float64)
         coef[-4:] = project_submodular(coef[-4:])
         return coef
-
-
-class GraphProblem(ExampleWeights):
-    """Validated examples of a graph structure (:class:`BinaryGraphCRF`, ``GraphCRF``) for the
-    solvers, whose oracles run from Python per example.
-
-    The solvers cannot call these oracles (graph cuts, integer programs, message passing) from
-    their compiled loops: they take their dense-oracle paths, with dense per-example
-    statistics (``coef`` is short: node features times states plus the pairwise tables) and,
-    for ``BinaryGraphCRF``, a projection keeping the pairwise table submodular after every step.
-    The structure supplies, per validated example, ``_decode`` (the max oracle), ``_smoothed``
-    (the top-K oracle), ``_phi``, ``_loss``, ``_largest_loss`` and ``_squared_radius``. Every
-    oracle call reports the oracle that ran and whether it was exact: ``oracle_calls`` counts
-    them by name and ``certified`` says whether all were exact (only then are duality gaps
-    certificates).
-    """
-
-    #: the solvers' switch to their dense-oracle path
-    dense_oracles = True
-    #: no compiled structure kind (``smoothing_code`` then refuses l2 over all outputs)
-    kind = -1
-
-    def __init__(self, structure, examples):
-        self.structure = structure
-        self.examples = examples
-        self.sample_weight = np.ones(len(examples))
-        self.oracle_calls = Counter()
-        self.inexact_calls = [0]  # shared by the weighted copies of the problem
-
-    @property
-    def n_samples(self):
-        return len(self.examples)
-
-    @property
-    def n_params(self):
-        return self.structure.n_params
-
-    @property
-    def certified(self):
-        """Whether every oracle call so far was exact."""
-        return self.inexact_calls[0] == 0
-
-    def _record(self, report):
-        name, exact = report
-        self.oracle_calls[name] += 1
-        if not exact:
-            self.inexact_calls[0] += 1
-
-    def training_parts(self, features=True):
-        """What a warm start's solver state depends on (``training_key``): the graphs, the
-        labelings and the sample weights, and the features unless ``features=False``."""
-        parts = [self.sample_weight]
-        for example in self.examples:
-            features_, edges, y = self.structure._example_arrays(example)
-            parts += [edges, y] + (features_ if features else [])
-        return parts
-
-    def largest_losses(self):
-        """Each example's largest loss ``max_y L(y_i, y)`` (every node wrong), from the
-        structure's ``_largest_loss`` hook: no oracle call."""
-        return np.array([self.structure._largest_loss(e) for e in self.examples])
-
-    def subset(self, idx):
-        """The examples ``idx`` (their sample weights normalised to mean 1 again)."""
-        return type(self)(self.structure, [self.examples[i] for i in idx]).with_sample_weight(
-            self.sample_weight[idx])
-
-    def smoothed(self, i, coef, smoothing):
-        """Smoothed loss of example ``i`` at ``coef``, its gradient (``E[phi(y)] - phi(y_i)``
-        under the smoothing's distribution) and expected loss; ``smoothing`` a
-        ``solvers.smooth.Smoothing`` (the hard max, top-K l2, or entropy where the structure
-        has it)."""
-        value, gradient, expected_loss, report = self.structure._smoothed(self.examples[i],
-                                                                          coef, smoothing)
-        self._record(report)
-        return value, gradient, expected_loss
-
-    def smoothed_all(self, coef, smoothing):
-        """:meth:`smoothed` of every example, on the ``n_jobs`` threads (``thread_map``; the
-        oracle reports are gathered here, in the calling thread): lists of values, gradients
-        and expected losses."""
-        results = thread_map(lambda i: self.structure._smoothed(self.examples[i], coef,
-                                                                smoothing), self.n_samples)
-        for r in results:
-            self._record(r[3])
-        return [r[0] for r in results], [r[1] for r in results], [r[2] for r in results]
-
-    def check_smoothing(self, smoothing):
-        """Refuse, before a fit starts, a smoothing the structure has no oracle for."""
-        self.structure._check_smoothing(smoothing.code)
-
-    def phi(self, i, y):
-        """``phi(x_i, y)``, dense."""
-        return self.structure._phi(self.examples[i], y)
-
-    def loss(self, i, y):
-        """The task loss of labeling ``y`` of example ``i``."""
-        return self.structure._loss(self.examples[i], y)
-
-    def labeling(self, i):
-        """The true labeling of example ``i`` (state indices)."""
-        return self.structure._example_arrays(self.examples[i])[2]
-
-    def decode(self, i, coef, augment=True):
-        """The (loss-augmented) oracle on example ``i``: ``(labeling, value, gold)`` with
-        ``value`` its score plus loss and ``gold`` the true labeling's score."""
-        y, value, gold, report = self.structure._decode(self.examples[i], coef, augment)
-        self._record(report)
-        return y, value, gold
-
-    def run_oracle(self, coef, augment, M=None, Q=None):
-        """Every example's oracle, as ``Problem.run_oracle``: ``(labelings, values, gold,
-        expected)``; ``values`` the best (loss-augmented) scores, ``gold`` the true labelings'
-        scores and, with a dense dual state ``M`` (rows ``E[phi(y)] - phi(y_i)``), ``expected
-        = gold + M @ coef``, the expected scores under the dual point."""
-        results = thread_map(lambda i: self.structure._decode(self.examples[i], coef, augment),
-                             self.n_samples)
-        labelings = [r[0] for r in results]
-        values = np.array([r[1] for r in results], dtype=np.float64)
-        gold = np.array([r[2] for r in results], dtype=np.float64)
-        for r in results:
-            self._record(r[3])
-        expected = None if M is None else gold + M @ coef
-        return labelings, values, gold, expected
-
-    def hinge_losses(self, coef):
-        """Structured hinge ``max_y H_i(y)`` of every example (one oracle call each)."""
-        _, values, gold, _ = self.run_oracle(coef, True)
-        return values - gold
-
-    def losses(self, y_pred):
-        """Task loss of each predicted labeling."""
-        return np.array([self.loss(i, yp) for i, yp in enumerate(y_pred)])
-
-    def score(self, y_pred):
-        """``1 - mean task loss`` (``Problem.score``)."""
-        return 1.0 - float(np.mean(self.losses(y_pred)))
-
-    def squared_radius(self):
-        """Mean over examples of a bound on ``||phi(x, y) - phi(x, y')||^2``."""
-        return float(np.mean([self.structure._squared_radius(example)
-                              for example in self.examples]))
-
-    def truth_stats(self):
-        """The dual state at the true labelings, ``M_i = E[phi(y)] - phi(y_i) = 0`` (also SGD's
-        reference gradients: the dense ones already subtract ``phi(x_i, y_i)``)."""
-        return np.zeros((self.n_samples, self.n_params)), np.zeros((self.n_samples, 0))
-
-    @cached_property
-    def truth_phi(self):
-        """``phi(x_i, y_i)`` of every example, ``(n_samples, n_params)`` (computed once)."""
-        return np.array([self.phi(i, self.labeling(i)) for i in range(self.n_samples)])
-
-    @cached_property
-    def node_offsets(self):
-        """Example ``i``'s nodes are ``node_offsets[i]:node_offsets[i + 1]`` of ``y`` (the
-        layout of BCFW's stored labelings)."""
-        sizes = [len(self.labeling(i)) for i in range(self.n_samples)]
-        return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-
-    @cached_property
-    def y(self):
-        """The true labelings, concatenated (int32 state indices)."""
-        return np.concatenate([self.labeling(i) for i in range(self.n_samples)]).astype(np.int32)
-
-    @property
-    def constrained(self):
-        """Whether the oracles accept only some coefficients (``project`` is not the
-        identity)."""
-        return self.structure.constrained_coef
-
-    def project(self, coef):
-        """The nearest coefficients the oracles accept (``BinaryGraphCRF``: the pairwise table
-        projected onto the submodular cone; ``GraphCRF``: all)."""
-        return self.structure.project_coef(coef)
-
-    def pairwise_bounds(self):
-        """``coef_bounds="positive_pairwise"``: the structure's box keeping the pairwise tables
-        attractive."""
-        return self.structure.pairwise_bounds()

@@ -21,7 +21,8 @@ from ..marginals._oracles import AutoMAP, GraphCutMAP, TreeMAP, check_map_oracle
 from ..marginals._solvers import trbp_log_partition
 from ..marginals._spanning import initial_rho
 from ..smoothing import topk_smooth_max
-from .graph import GraphProblem, _check_matrix
+from ._problem import GraphProblem
+from .graph import _check_matrix
 
 __all__ = ["GraphCRF", "grid_graph"]
 

@@ -1,0 +1,752 @@
+"""The packed problems every solver works on: ``Problem`` (every example's tokens, labels and
+losses as flat arrays with offsets, for the compiled label-space kernels) and ``GraphProblem``
+(validated graph examples whose oracles run per example, from Python), with the example weights
+and scales both share."""
+import copy
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._kernels import batch, labelings, smoothed
+from .._kernels.sparse import token_gram
+from .._kernels.threads import thread_map
+from ..smoothing import _check_mu
+
+#: ``alpha=None`` per unit of the largest loss (chains, multi-label data): the sequences' and
+#: the multi-label rule (OCR folds, CoNLL-2003 train -> testa, scene by 3-fold CV on train)
+LOSS_ALPHA = 0.01
+#: ``alpha=None`` for sequences is at least ``TOKEN_ALPHA`` per token of the counting loss (its
+#: objective is the mean length times a per-token one regularised by ``alpha / mean length``):
+#: long sentences need it (CoNLL-2000 by 3-fold CV on train); benchmarks/select_defaults.py
+TOKEN_ALPHA = 4.5e-5
+
+_EMPTY_EDGES = np.zeros((0, 2), dtype=np.int64)
+_EMPTY_INT = np.zeros(0, dtype=np.int64)
+
+
+def example_rows(offsets, idx):
+    """The rows ``offsets[i]:offsets[i + 1]`` of the examples ``idx``, concatenated in that
+    order (tokens, labels or non-zeros of packed examples).
+
+    Parameters
+    ----------
+    offsets : ndarray of int64, shape (n_samples + 1,)
+        Example ``i`` owns rows ``offsets[i]:offsets[i + 1]``.
+    idx : ndarray of int
+        The examples.
+
+    Returns
+    -------
+    ndarray of int64
+        Their rows.
+    """
+    idx = np.asarray(idx, dtype=np.int64)
+    lengths = offsets[idx + 1] - offsets[idx]
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return np.repeat(offsets[idx] - starts, lengths) + np.arange(lengths.sum(), dtype=np.int64)
+
+
+class ExampleWeights:
+    """Per-example loss weights of a packed problem (``sample_weight``, mean 1): the loss term
+    of the objective is ``mean_i w_i H_i(w)``."""
+
+    def with_sample_weight(self, sample_weight):
+        """The same problem with per-example loss weights, normalised to mean 1.
+
+        Parameters
+        ----------
+        sample_weight : ndarray of shape (n_samples,)
+            Positive finite weights (zero-weight examples are dropped before packing: they
+            would only dilute the mean).
+
+        Returns
+        -------
+        Problem
+            A shallow copy sharing the packed arrays, with ``sample_weight = w / mean(w)``.
+        """
+        w = np.asarray(sample_weight, dtype=float)
+        weighted = copy.copy(self)
+        weighted.sample_weight = w * (w.shape[0] / w.sum())
+        return weighted
+
+    def draw(self, rng, size):
+        """Draw ``size`` examples with replacement, example ``i`` with probability ``w_i / n``
+        (uniformly, by ``rng.integers``, when unweighted): a stochastic gradient of one drawn
+        example is then unbiased for the weighted mean loss.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            Random numbers.
+        size : int
+            Number of draws.
+
+        Returns
+        -------
+        ndarray of int64, shape (size,)
+            The indices drawn.
+        """
+        n = self.n_samples
+        if not self.weighted:
+            return rng.integers(n, size=size)
+        return rng.choice(n, size=size, p=self.sample_weight / n)
+
+    def weighted_mean(self, values):
+        """The sample-weighted mean over examples.
+
+        Parameters
+        ----------
+        values : ndarray of shape (n_samples,)
+            One value per example.
+
+        Returns
+        -------
+        float
+            ``mean_i w_i values[i]``.
+        """
+        return float(np.mean(self.sample_weight * values))
+
+    def loss_scale(self):
+        """The objective of the zero model, ``P(0) = mean_i w_i max_y L(y_i, y)``: the mean
+        largest loss, the scale on which the estimators' ``tol`` (and the smoothing ``mu``)
+        are relative, so that they mean the same with a normalised or a counting loss.
+
+        Returns
+        -------
+        float
+            The sample-weighted mean of :meth:`largest_losses`; 1 when every loss is 0 (the
+            optimum is then ``w = 0``, on any scale).
+        """
+        scale = self.weighted_mean(self.largest_losses())
+        return scale if scale > 0 else 1.0
+
+    def default_alpha(self):
+        """The regularisation of ``alpha=None``, scale-free: the same model with a normalised
+        or a counting loss (scaling every loss by ``s`` scales the optimal ``w`` by ``s`` and
+        the equivalent ``alpha`` by ``1 / s``).
+
+        Per unit of the zero model's objective :meth:`loss_scale`: for sequences
+        ``max(LOSS_ALPHA, TOKEN_ALPHA T^2)`` with ``T`` the mean length (0.01 per unit of the
+        largest loss, and at least 4.5e-5 per token of the counting loss); for multi-label
+        data ``LOSS_ALPHA``; otherwise ``1 / n_samples`` (binary and multi-class SVMs:
+        ``LinearSVC``'s ``C = 1``). Measured in ``benchmarks/select_defaults.py``.
+
+        Returns
+        -------
+        float
+            ``alpha``, positive.
+        """
+        return self._alpha_rule() / self.loss_scale()
+
+    def _alpha_rule(self):
+        """``alpha`` per unit of the loss scale."""
+        return 1.0 / self.n_samples
+
+    @property
+    def weighted(self):
+        """Whether any example's weight differs from 1."""
+        return bool(np.any(self.sample_weight != 1.0))
+
+    @property
+    def block_n(self):
+        """``n / w_i``: example ``i`` carries the share ``1 / block_n[i]`` of the mean loss."""
+        return self.n_samples / self.sample_weight
+
+
+@dataclass
+class Problem(ExampleWeights):
+    """Packed data of one data set: flat arrays + offsets, ready for the kernels.
+
+    The joint feature map of the structured SVM (Tsochantaridis et al. 2005, JMLR), packed for the
+    kernels.
+
+    Structures build it with ``prepare`` or ``pack``; every parameter is kept as the attribute
+    of the same name.
+
+    Parameters
+    ----------
+    kind : int
+        Structure kind (``_kernels.labelings``).
+    indptr, indices, data : ndarray
+        CSR matrix of all token features, one row per token (bias columns included).
+    n_features : int
+        Number of columns of the token matrix (bias columns included).
+    tok_offsets : ndarray of int64, shape (n_samples + 1,)
+        Example ``i`` owns token rows ``tok_offsets[i]:tok_offsets[i + 1]``.
+    y : ndarray of int32
+        Encoded labelings, packed; example ``i`` owns ``y[node_offsets[i]:node_offsets[i + 1]]``.
+        Zeros when the problem was packed without labels.
+    node_offsets : ndarray of int64, shape (n_samples + 1,)
+        Offsets of each example's labels in ``y``.
+    n_codes, n_pair : int
+        Columns of ``S(y)`` and length of ``q(y)``.
+    tok_loss : ndarray of shape (n_tokens,) or None, default=None
+        Per-token losses packed like the tokens (chain label costs, candidate losses). None
+        gives zeros.
+    edges, parent, order : ndarray of int64, default=empty
+        Label-interaction graph (multi-label structures), empty otherwise.
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Per-example weights of the loss, normalised to mean 1 (``with_sample_weight``): the
+        objective's loss term is ``mean_i w_i H_i(w)``. None gives ones.
+    _gram : tuple or None, default=None
+        Cache of :attr:`gram`, filled on first access.
+    _largest : ndarray or None, default=None
+        Cache of :meth:`largest_losses`, filled on first call.
+    """
+
+    kind: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    n_features: int
+    tok_offsets: np.ndarray
+    y: np.ndarray
+    node_offsets: np.ndarray
+    n_codes: int
+    n_pair: int
+    tok_loss: np.ndarray = None
+    edges: np.ndarray = field(default_factory=lambda: _EMPTY_EDGES)
+    parent: np.ndarray = field(default_factory=lambda: _EMPTY_INT)
+    order: np.ndarray = field(default_factory=lambda: _EMPTY_INT)
+    sample_weight: np.ndarray = None
+    _gram: tuple = None
+    _largest: np.ndarray = None
+
+    def __post_init__(self):
+        if self.tok_loss is None:  # only candidate sets have losses attached to tokens
+            self.tok_loss = np.zeros(self.tok_offsets[-1])
+        if self.sample_weight is None:
+            self.sample_weight = np.ones(self.n_samples)
+
+    @property
+    def n_samples(self):
+        """Number of examples."""
+        return self.tok_offsets.shape[0] - 1
+
+    @property
+    def n_params(self):
+        """Length of the parameter vector ``coef = [vec(W), theta]``."""
+        return self.n_features * self.n_codes + self.n_pair
+
+    @property
+    def gram(self):
+        """Per-example token Gram matrices (flat) and their offsets, computed once."""
+        if self._gram is None:
+            self._gram = token_gram(self.indptr, self.indices, self.data, self.tok_offsets,
+                                    self.n_features)
+        return self._gram
+
+    def token_matrix(self):
+        """Return all token features as one scipy CSR matrix (rows are tokens).
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+            The token features, built on the packed arrays (no copy).
+        """
+        return sp.csr_matrix((self.data, self.indices, self.indptr),
+                             shape=(self.tok_offsets[-1], self.n_features))
+
+    def graph_args(self):
+        """Return the structure arguments the kernels take first.
+
+        Returns
+        -------
+        tuple
+            ``(kind, edges, parent, order)``.
+        """
+        return self.kind, self.edges, self.parent, self.order
+
+    def data_args(self):
+        """Return the packed data arguments the kernels take after :meth:`graph_args`.
+
+        Returns
+        -------
+        tuple
+            ``(indptr, indices, data, tok_offsets, y, node_offsets, tok_loss)``.
+        """
+        return (self.indptr, self.indices, self.data, self.tok_offsets, self.y,
+                self.node_offsets, self.tok_loss)
+
+    def split_coef(self, coef):
+        """Split a parameter vector into views ``(W, theta)``.
+
+        Parameters
+        ----------
+        coef : ndarray of shape (n_params,)
+            Parameter vector ``[vec(W), theta]``.
+
+        Returns
+        -------
+        W : ndarray of shape (n_features, n_codes)
+            View of the first ``n_features * n_codes`` entries.
+        theta : ndarray of shape (n_pair,)
+            View of the remaining entries.
+        """
+        F, C = self.n_features, self.n_codes
+        return coef[:F * C].reshape(F, C), coef[F * C:]
+
+    def subset(self, idx):
+        """Return the examples ``idx`` (sorted indices), packed alike.
+
+        Parameters
+        ----------
+        idx : ndarray of int
+            Sorted indices of the examples to keep.
+
+        Returns
+        -------
+        Problem
+            A new problem holding only those examples (Gram cache reset), their sample weights
+            normalised to mean 1 again.
+        """
+        tok, node = self.tok_offsets, self.node_offsets
+        lengths = tok[idx + 1] - tok[idx]
+        tokens = example_rows(tok, idx)
+        nnz = example_rows(self.indptr, tokens)
+        indptr = np.concatenate([[0], np.cumsum(self.indptr[tokens + 1] - self.indptr[tokens])]
+                                ).astype(np.int64)
+        nodes = example_rows(node, idx)
+        return replace(self, indptr=indptr, indices=self.indices[nnz], data=self.data[nnz],
+                       tok_offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                       y=self.y[nodes], tok_loss=self.tok_loss[tokens],
+                       node_offsets=np.concatenate([[0], np.cumsum(node[idx + 1] - node[idx])])
+                       .astype(np.int64), _gram=None, _largest=None
+                       ).with_sample_weight(self.sample_weight[idx])
+
+    def truth_stats(self):
+        """Return the label statistics of the true labelings.
+
+        ``S(y_i)`` (rows of ``M``) and ``q(y_i)`` (rows of ``Q``): the dual vertex
+        ``alpha_i = e_{y_i}``, SGD's reference point.
+
+        Returns
+        -------
+        M : ndarray of shape (n_tokens, n_codes)
+            ``S(y_i)``; example ``i`` owns rows ``tok_offsets[i]:tok_offsets[i + 1]``.
+        Q : ndarray of shape (n_samples, n_pair)
+            ``q(y_i)``, one row per example.
+        """
+        return batch.stats_from_labels(self.kind, self.edges, self.tok_offsets, self.y,
+                                       self.node_offsets, self.n_codes, self.n_pair)
+
+    def squared_radius(self):
+        """Return the mean over examples of ``2 ||X_i||_F^2 + 2 T_i``.
+
+        It bounds ``||phi(x_i, y) - phi(x_i, y')||^2`` (emission and interaction parts).
+
+        Returns
+        -------
+        float
+            The mean bound, with ``T_i`` the number of tokens of example ``i``.
+        """
+        cum = np.concatenate([[0.0], np.cumsum(self.data ** 2)])
+        bounds = self.indptr[self.tok_offsets]
+        return 2.0 * np.mean(cum[bounds[1:]] - cum[bounds[:-1]]) + 2.0 * np.mean(
+            np.diff(self.tok_offsets))
+
+    def training_parts(self, features=True):
+        """What a warm start's solver state depends on (``training_key``).
+
+        Parameters
+        ----------
+        features : bool, default=True
+            Whether the features count too (BCFW's dual state depends only on the lengths
+            and labels).
+
+        Returns
+        -------
+        tuple of ndarray
+            The examples' lengths, labels and sample weights, and their features.
+        """
+        parts = (self.tok_offsets, self.node_offsets, self.y, self.sample_weight)
+        if features:
+            parts += (self.indptr, self.indices, self.data)
+        return parts
+
+    def pairwise_bounds(self):
+        """The box of ``coef_bounds="positive_pairwise"``: label-interaction weights
+        (transitions, label-pair tables) non-negative.
+
+        Returns
+        -------
+        lower : ndarray of shape (n_params,)
+            Lower bounds (``-inf``: none).
+        upper : ndarray of shape (n_params,)
+            Upper bounds (``inf``: none).
+        """
+        lower = np.full(self.n_params, -np.inf)
+        lower[self.n_features * self.n_codes:] = 0.0
+        return lower, np.full(self.n_params, np.inf)
+
+    def project(self, coef):
+        """Return the nearest feasible coefficients: all are feasible here (see ``GraphProblem``).
+
+        Parameters
+        ----------
+        coef : ndarray of shape (n_params,)
+            Parameter vector.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            ``coef`` itself.
+        """
+        return coef
+
+    def run_oracle(self, coef, augment, M=None, Q=None):
+        """Run the batched (loss-augmented) oracle at ``coef``; see ``_kernels.batch.oracle_all``.
+
+        Parameters
+        ----------
+        coef : ndarray of shape (n_params,)
+            Parameter vector.
+        augment : bool
+            Add the task loss to the scores (the max oracle); False decodes.
+        M : ndarray of shape (n_tokens, n_codes), default=None
+            Label-space dual state; with ``augment``, the expected score of each example under
+            it is computed as well. None: no dual state.
+        Q : ndarray of shape (n_samples, n_pair), default=None
+            Pairwise part of the dual state, given with ``M``.
+
+        Returns
+        -------
+        y_out : ndarray of int32
+            The argmax labelings, packed like ``y``.
+        values : ndarray of shape (n_samples,)
+            Their (loss-augmented with ``augment``) scores.
+        true_scores : ndarray of shape (n_samples,)
+            With ``augment``, the scores of the true labelings; zeros otherwise.
+        expected : ndarray of shape (n_samples,)
+            With ``augment`` and a dual state, the expected scores under it; zeros otherwise.
+        """
+        W, theta = self.split_coef(coef)
+        n = self.n_samples
+        y_out = np.zeros_like(self.y)
+        values = np.empty(n)
+        true_scores = np.zeros(n)
+        expected = np.zeros(n)
+        if M is None:
+            M, Q = np.zeros((0, self.n_codes)), np.zeros((0, self.n_pair))
+        batch.oracle_all(*self.graph_args(), *self.data_args(), np.ascontiguousarray(W), theta,
+                         augment, M, Q, y_out, values, true_scores, expected)
+        return y_out, values, true_scores, expected
+
+    def smoothed_losses(self, coef, smoothing, mu, K):
+        """Smoothed hinge losses at ``coef`` and their label-space gradient statistics.
+
+        Parameters
+        ----------
+        coef : ndarray of shape (n_params,)
+            Parameter vector.
+        smoothing : int
+            Kernel smoothing code, as returned by ``smoothing_code``.
+        mu : float
+            Smoothing parameter, ``mu >= 0`` (``0``: the hard max).
+        K : int
+            Number of best outputs, as returned by ``smoothing_code``.
+
+        Returns
+        -------
+        values : ndarray of shape (n_samples,)
+            ``f_i = h(z_i) - <coef, phi(x_i, y_i)> >= 0`` with ``z_i`` the loss-augmented scores
+            and ``h`` the smoothed max (spec 000 §1.4-1.6).
+        M : ndarray of shape (n_tokens, n_codes)
+            ``E_u S(y)`` under the smoothing weights ``u`` (rows of example ``i``:
+            ``tok_offsets[i]:tok_offsets[i + 1]``).
+        Q : ndarray of shape (n_samples, n_pair)
+            ``E_u q(y)`` under the smoothing weights ``u``; the gradient of ``f_i`` is
+            ``X_i^T (M_i - S(y_i)) (+) (Q_i - q(y_i))`` (Lemma 7). See
+            ``_kernels.smoothed.smoothed_losses``.
+        """
+        mu = _check_mu(mu)
+        W, theta = self.split_coef(coef)
+        n = self.n_samples
+        values = np.empty(n)
+        M = np.empty((self.tok_offsets[-1], self.n_codes))
+        Q = np.empty((n, self.n_pair))
+        smoothed.smoothed_losses(*self.graph_args(), *self.data_args(), np.ascontiguousarray(W),
+                                 theta, smoothing, K, mu, values, M, Q)
+        return values, M, Q
+
+    def hinge_losses(self, coef):
+        """Return the structured hinge loss of every example.
+
+        ``H~_i(w) = max_y [L(y_i, y) + <w, phi(x_i, y)>] - <w, phi(x_i, y_i)>``, per example.
+
+        Parameters
+        ----------
+        coef : ndarray of shape (n_params,)
+            Parameter vector ``w``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``H~_i(coef)`` of each example, ``>= 0``.
+        """
+        _, values, true_scores, _ = self.run_oracle(coef, True)
+        return values - true_scores
+
+    def _alpha_rule(self):
+        if self.kind == labelings.CHAIN:
+            # with the count loss (scale T) alpha / T regularises each token: at least
+            # TOKEN_ALPHA when alpha = TOKEN_ALPHA T^2 / T
+            return max(LOSS_ALPHA,
+                       TOKEN_ALPHA * self.weighted_mean(np.diff(self.node_offsets)) ** 2)
+        if self.kind in (labelings.MULTILABEL_INDEPENDENT, labelings.MULTILABEL_TREE,
+                         labelings.MULTILABEL_FULL):
+            return LOSS_ALPHA
+        return super()._alpha_rule()
+
+    def largest_losses(self):
+        """Return each example's largest loss ``max_y L(y_i, y)``.
+
+        The structured hinge at ``coef = 0``, where every labeling scores 0 and the
+        loss-augmented oracle returns the largest loss (one batched oracle pass, once).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``max_y L(y_i, y)`` of each example.
+        """
+        if self._largest is None:
+            self._largest = self.hinge_losses(np.zeros(self.n_params))
+        return self._largest
+
+    def losses(self, y_pred):
+        """Return the task loss of each example for the packed predictions ``y_pred``.
+
+        Parameters
+        ----------
+        y_pred : ndarray of int32
+            Predicted encoded labelings, packed like ``y``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``L(y_i, y_pred_i)`` of each example.
+        """
+        off, tok = self.node_offsets, self.tok_offsets
+        return np.array([labelings.label_loss(self.kind, self.y[off[i]:off[i + 1]],
+                                              y_pred[off[i]:off[i + 1]],
+                                              self.tok_loss[tok[i]:tok[i + 1]])
+                         for i in range(self.n_samples)])
+
+    def chain_costs(self):
+        """Return each chain's total token cost, its largest loss (1 with the normalised loss).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The sum of ``tok_loss`` over the tokens of each example.
+        """
+        return np.add.reduceat(self.tok_loss, self.tok_offsets[:-1])
+
+    def score(self, y_pred):
+        """Return ``1 - mean task loss`` of the packed predictions ``y_pred``.
+
+        Each example's loss is scaled to [0, 1] first: for chains the weighted Hamming loss over
+        its total cost (the fraction of wrong labels, whether the training loss is normalised or
+        counts), for candidate sets the loss over the example's largest; the estimators'
+        ``score``.
+
+        Parameters
+        ----------
+        y_pred : ndarray of int32
+            Predicted encoded labelings, packed like ``y``.
+
+        Returns
+        -------
+        float
+            The score, in [0, 1].
+        """
+        losses = self.losses(y_pred)
+        if self.kind == labelings.CHAIN:
+            losses = losses / self.chain_costs()
+        elif self.kind == labelings.CANDIDATES:  # each example's losses scaled by its largest
+            largest = np.maximum.reduceat(self.tok_loss, self.tok_offsets[:-1])
+            losses = np.divide(losses, largest, out=np.zeros_like(losses), where=largest > 0)
+        return 1.0 - float(np.mean(losses))
+
+
+class GraphProblem(ExampleWeights):
+    """Validated examples of a graph structure (:class:`BinaryGraphCRF`, ``GraphCRF``) for the
+    solvers, whose oracles run from Python per example.
+
+    The solvers cannot call these oracles (graph cuts, integer programs, message passing) from
+    their compiled loops: they take their dense-oracle paths, with dense per-example
+    statistics (``coef`` is short: node features times states plus the pairwise tables) and,
+    for ``BinaryGraphCRF``, a projection keeping the pairwise table submodular after every step.
+    The structure supplies, per validated example, ``_decode`` (the max oracle), ``_smoothed``
+    (the top-K oracle), ``_phi``, ``_loss``, ``_largest_loss`` and ``_squared_radius``. Every
+    oracle call reports the oracle that ran and whether it was exact: ``oracle_calls`` counts
+    them by name and ``certified`` says whether all were exact (only then are duality gaps
+    certificates).
+    """
+
+    #: the solvers' switch to their dense-oracle path
+    dense_oracles = True
+    #: no compiled structure kind (``smoothing_code`` then refuses l2 over all outputs)
+    kind = -1
+
+    def __init__(self, structure, examples):
+        self.structure = structure
+        self.examples = examples
+        self.sample_weight = np.ones(len(examples))
+        self.oracle_calls = Counter()
+        self.inexact_calls = [0]  # shared by the weighted copies of the problem
+
+    @property
+    def n_samples(self):
+        return len(self.examples)
+
+    @property
+    def n_params(self):
+        return self.structure.n_params
+
+    @property
+    def certified(self):
+        """Whether every oracle call so far was exact."""
+        return self.inexact_calls[0] == 0
+
+    def _record(self, report):
+        name, exact = report
+        self.oracle_calls[name] += 1
+        if not exact:
+            self.inexact_calls[0] += 1
+
+    def training_parts(self, features=True):
+        """What a warm start's solver state depends on (``training_key``): the graphs, the
+        labelings and the sample weights, and the features unless ``features=False``."""
+        parts = [self.sample_weight]
+        for example in self.examples:
+            features_, edges, y = self.structure._example_arrays(example)
+            parts += [edges, y] + (features_ if features else [])
+        return parts
+
+    def largest_losses(self):
+        """Each example's largest loss ``max_y L(y_i, y)`` (every node wrong), from the
+        structure's ``_largest_loss`` hook: no oracle call."""
+        return np.array([self.structure._largest_loss(e) for e in self.examples])
+
+    def subset(self, idx):
+        """The examples ``idx`` (their sample weights normalised to mean 1 again)."""
+        return type(self)(self.structure, [self.examples[i] for i in idx]).with_sample_weight(
+            self.sample_weight[idx])
+
+    def smoothed(self, i, coef, smoothing):
+        """Smoothed loss of example ``i`` at ``coef``, its gradient (``E[phi(y)] - phi(y_i)``
+        under the smoothing's distribution) and expected loss; ``smoothing`` a
+        ``solvers.smooth.Smoothing`` (the hard max, top-K l2, or entropy where the structure
+        has it)."""
+        value, gradient, expected_loss, report = self.structure._smoothed(self.examples[i],
+                                                                          coef, smoothing)
+        self._record(report)
+        return value, gradient, expected_loss
+
+    def smoothed_all(self, coef, smoothing):
+        """:meth:`smoothed` of every example, on the ``n_jobs`` threads (``thread_map``; the
+        oracle reports are gathered here, in the calling thread): lists of values, gradients
+        and expected losses."""
+        results = thread_map(lambda i: self.structure._smoothed(self.examples[i], coef,
+                                                                smoothing), self.n_samples)
+        for r in results:
+            self._record(r[3])
+        return [r[0] for r in results], [r[1] for r in results], [r[2] for r in results]
+
+    def check_smoothing(self, smoothing):
+        """Refuse, before a fit starts, a smoothing the structure has no oracle for."""
+        self.structure._check_smoothing(smoothing.code)
+
+    def phi(self, i, y):
+        """``phi(x_i, y)``, dense."""
+        return self.structure._phi(self.examples[i], y)
+
+    def loss(self, i, y):
+        """The task loss of labeling ``y`` of example ``i``."""
+        return self.structure._loss(self.examples[i], y)
+
+    def labeling(self, i):
+        """The true labeling of example ``i`` (state indices)."""
+        return self.structure._example_arrays(self.examples[i])[2]
+
+    def decode(self, i, coef, augment=True):
+        """The (loss-augmented) oracle on example ``i``: ``(labeling, value, gold)`` with
+        ``value`` its score plus loss and ``gold`` the true labeling's score."""
+        y, value, gold, report = self.structure._decode(self.examples[i], coef, augment)
+        self._record(report)
+        return y, value, gold
+
+    def run_oracle(self, coef, augment, M=None, Q=None):
+        """Every example's oracle, as ``Problem.run_oracle``: ``(labelings, values, gold,
+        expected)``; ``values`` the best (loss-augmented) scores, ``gold`` the true labelings'
+        scores and, with a dense dual state ``M`` (rows ``E[phi(y)] - phi(y_i)``), ``expected
+        = gold + M @ coef``, the expected scores under the dual point."""
+        results = thread_map(lambda i: self.structure._decode(self.examples[i], coef, augment),
+                             self.n_samples)
+        labelings = [r[0] for r in results]
+        values = np.array([r[1] for r in results], dtype=np.float64)
+        gold = np.array([r[2] for r in results], dtype=np.float64)
+        for r in results:
+            self._record(r[3])
+        expected = None if M is None else gold + M @ coef
+        return labelings, values, gold, expected
+
+    def hinge_losses(self, coef):
+        """Structured hinge ``max_y H_i(y)`` of every example (one oracle call each)."""
+        _, values, gold, _ = self.run_oracle(coef, True)
+        return values - gold
+
+    def losses(self, y_pred):
+        """Task loss of each predicted labeling."""
+        return np.array([self.loss(i, yp) for i, yp in enumerate(y_pred)])
+
+    def score(self, y_pred):
+        """``1 - mean task loss`` (``Problem.score``)."""
+        return 1.0 - float(np.mean(self.losses(y_pred)))
+
+    def squared_radius(self):
+        """Mean over examples of a bound on ``||phi(x, y) - phi(x, y')||^2``."""
+        return float(np.mean([self.structure._squared_radius(example)
+                              for example in self.examples]))
+
+    def truth_stats(self):
+        """The dual state at the true labelings, ``M_i = E[phi(y)] - phi(y_i) = 0`` (also SGD's
+        reference gradients: the dense ones already subtract ``phi(x_i, y_i)``)."""
+        return np.zeros((self.n_samples, self.n_params)), np.zeros((self.n_samples, 0))
+
+    @cached_property
+    def truth_phi(self):
+        """``phi(x_i, y_i)`` of every example, ``(n_samples, n_params)`` (computed once)."""
+        return np.array([self.phi(i, self.labeling(i)) for i in range(self.n_samples)])
+
+    @cached_property
+    def node_offsets(self):
+        """Example ``i``'s nodes are ``node_offsets[i]:node_offsets[i + 1]`` of ``y`` (the
+        layout of BCFW's stored labelings)."""
+        sizes = [len(self.labeling(i)) for i in range(self.n_samples)]
+        return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    @cached_property
+    def y(self):
+        """The true labelings, concatenated (int32 state indices)."""
+        return np.concatenate([self.labeling(i) for i in range(self.n_samples)]).astype(np.int32)
+
+    @property
+    def constrained(self):
+        """Whether the oracles accept only some coefficients (``project`` is not the
+        identity)."""
+        return self.structure.constrained_coef
+
+    def project(self, coef):
+        """The nearest coefficients the oracles accept (``BinaryGraphCRF``: the pairwise table
+        projected onto the submodular cone; ``GraphCRF``: all)."""
+        return self.structure.project_coef(coef)
+
+    def pairwise_bounds(self):
+        """``coef_bounds="positive_pairwise"``: the structure's box keeping the pairwise tables
+        attractive."""
+        return self.structure.pairwise_bounds()
