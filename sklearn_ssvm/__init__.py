@@ -1,13 +1,14 @@
 """sklearn_ssvm: structured SVMs with numba oracles and a scikit-learn API."""
 from .estimators import BCFWStructuredSVM, BMRMStructuredSVM, PragamSVC, SmoothSSVMClassifier
-from .model_selection import (BCFWStructuredSVMCV, GridSearchPath, PathCV, RegularizationPath,
-                              SmoothSSVMClassifierCV, cross_validate_path, grid_search_path,
-                              regularization_path)
+from .model_selection import (BCFWStructuredSVMCV, BMRMStructuredSVMCV, GridSearchPath, PathCV,
+                              RegularizationPath, SmoothSSVMClassifierCV, cross_validate_path,
+                              grid_search_path, regularization_path)
 from .structures import BinarySVM, CandidateSet, ChainCRF, GraphCRF, MulticlassSVM, MultiLabel
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["BCFWStructuredSVM", "BCFWStructuredSVMCV", "BMRMStructuredSVM", "BinarySVM", "CandidateSet", "ChainCRF",
-           "GraphCRF", "GridSearchPath", "MultiLabel", "MulticlassSVM", "PathCV", "PragamSVC",
-           "RegularizationPath", "SmoothSSVMClassifier", "SmoothSSVMClassifierCV", "cross_validate_path",
-           "grid_search_path", "regularization_path"]
+__all__ = ["BCFWStructuredSVM", "BCFWStructuredSVMCV", "BMRMStructuredSVM", "BMRMStructuredSVMCV",
+           "BinarySVM", "CandidateSet", "ChainCRF", "GraphCRF", "GridSearchPath", "MultiLabel",
+           "MulticlassSVM", "PathCV", "PragamSVC", "RegularizationPath", "SmoothSSVMClassifier",
+           "SmoothSSVMClassifierCV", "cross_validate_path", "grid_search_path",
+           "regularization_path"]

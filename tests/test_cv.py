@@ -7,8 +7,8 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, KFold
 
-from sklearn_ssvm import (BCFWStructuredSVM, BCFWStructuredSVMCV, ChainCRF,
-                          SmoothSSVMClassifierCV)
+from sklearn_ssvm import (BCFWStructuredSVM, BCFWStructuredSVMCV, BMRMStructuredSVM,
+                          BMRMStructuredSVMCV, ChainCRF, SmoothSSVMClassifierCV)
 from sklearn_ssvm.metrics import get_scorer
 
 
@@ -42,6 +42,25 @@ def test_bcfw_cv_picks_the_grid_searchs_alpha(scoring):
     # objectives agree within the sum of their certified gaps
     assert abs(cv.primal_objective(X, Y) - search.best_estimator_.primal_objective(X, Y)) \
         <= cv.duality_gap_ + search.best_estimator_.duality_gap_
+
+
+def test_bmrm_cv_picks_the_grid_searchs_alpha():
+    """BMRM's CV estimator: each fold's cutting planes carry over along the grid (they bound
+    the fold's risk at every alpha); its scores are GridSearchCV's cold fits', and it has no
+    l1_ratios (BMRM solves the L2 penalty only)."""
+    X, Y = tagged(np.random.default_rng(1))
+    alphas = [3.0, 1.0, 0.3, 0.1]
+    cv = BMRMStructuredSVMCV(ChainCRF(), alphas=alphas, cv=KFold(3), tol=1e-8,
+                             n_alphas_no_change=None).fit(X, Y)
+    search = GridSearchCV(BMRMStructuredSVM(ChainCRF(), tol=1e-8), {"alpha": alphas},
+                          cv=KFold(3)).fit(X, Y)
+    np.testing.assert_allclose(cv.cv_results_["mean_test_score"],
+                               search.cv_results_["mean_test_score"], atol=1e-9)
+    assert len(set(np.round(cv.cv_results_["mean_test_score"], 9))) > 1
+    assert cv.alpha_ == search.best_params_["alpha"] and cv.l1_ratio_ == 0.0
+    assert abs(cv.primal_objective_ - search.best_estimator_.primal_objective_) <= \
+        cv.duality_gap_ + search.best_estimator_.duality_gap_
+    assert "l1_ratios" not in cv.get_params() and "l1_ratios :" not in cv.__doc__
 
 
 def test_smooth_cv_over_alphas_and_l1_ratios():

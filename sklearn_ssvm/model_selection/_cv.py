@@ -20,6 +20,7 @@ from ..penalties import ElasticNet
 from ._path import _take
 from ..solvers._common import interruptible
 from ..estimators.bcfw import BCFWStructuredSVM
+from ..estimators.bmrm import BMRMStructuredSVM
 from ..estimators.smooth import SmoothSSVMClassifier
 
 #: an integer ``alphas`` is that many values this ratio apart, centred on ``alpha=None``
@@ -28,6 +29,14 @@ GRID_RATIO = 2.0
 CV_PARAMS = ("alphas", "l1_ratios", "cv", "scoring", "n_alphas_no_change", "refit")
 #: their defaults, in that order
 CV_DEFAULTS = (7, 0.0, 3, None, 1, True)
+
+
+def _with_l1_ratio(estimator, l1_ratio):
+    """``estimator`` at ``l1_ratio``; an estimator of the L2 penalty only (no ``l1_ratio``
+    parameter: its CV estimator has no ``l1_ratios``) is left as it is, at 0."""
+    if "l1_ratio" in estimator.get_params(deep=False):
+        estimator.set_params(l1_ratio=float(l1_ratio))
+    return estimator
 
 
 def _fit_fold(estimator, structure, problem, X_train, Y_train, X_test, Y_test, alpha, scorer,
@@ -64,7 +73,7 @@ class _CrossValidated:
         alphas = np.asarray(alphas, dtype=float).ravel()
         if alphas.size == 0 or not np.all(np.isfinite(alphas) & (alphas > 0)):
             raise ValueError(f"alphas must be finite numbers > 0, got {self.alphas!r}.")
-        l1_ratios = np.asarray(self.l1_ratios, dtype=float).ravel()
+        l1_ratios = np.asarray(getattr(self, "l1_ratios", 0.0), dtype=float).ravel()
         if l1_ratios.size == 0 or not np.all((l1_ratios >= 0) & (l1_ratios < 1)):
             raise ValueError(f"l1_ratios must be numbers in [0, 1), got {self.l1_ratios!r}.")
         patience = self.n_alphas_no_change
@@ -169,7 +178,7 @@ class _CrossValidated:
             return fits, mean
 
         for i, r in enumerate(l1_ratios):
-            self._walk(len(alphas), start, [clone(estimator).set_params(l1_ratio=float(r))
+            self._walk(len(alphas), start, [_with_l1_ratio(clone(estimator), r)
                                             for _ in folds],
                        lambda fits, j: fit_round(i, fits, j))
         if short:  # one warning for the grid, not one per fit
@@ -190,8 +199,8 @@ class _CrossValidated:
         results["rank_test_score"] = np.empty(order.size, dtype=int)
         results["rank_test_score"][order] = np.arange(1, order.size + 1)
         if self.refit:
-            refit = self._wrapped().set_params(alpha=float(alphas[j]),
-                                               l1_ratio=float(l1_ratios[i]))
+            refit = _with_l1_ratio(self._wrapped().set_params(alpha=float(alphas[j])),
+                                   l1_ratios[i])
             refit._fit_prepared(structure, problem, X, Y, previous=refit._warm_start_from(
                 best["fits"][-1], trains[-1], problem))
             if refit._stopped_at_max_iter():
@@ -285,8 +294,9 @@ def _cv_signature(estimator_class, defaults):
     ``defaults`` (name: value) where this CV estimator's differ."""
     params = list(inspect.signature(estimator_class.__init__).parameters.values())
     keep = [p for p in params if p.name not in ("alpha", "l1_ratio", "warm_start")]
+    elastic = any(p.name == "l1_ratio" for p in params)  # else the L2 penalty only
     cv = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
-          for name, default in zip(CV_PARAMS, CV_DEFAULTS)]
+          for name, default in zip(CV_PARAMS, CV_DEFAULTS) if elastic or name != "l1_ratios"]
     params = keep[:2] + cv + keep[2:]
     return inspect.Signature([p.replace(default=defaults[p.name]) if p.name in defaults else p
                               for p in params])
@@ -294,14 +304,15 @@ def _cv_signature(estimator_class, defaults):
 
 def _replace_entries(doc, entries):
     """``doc`` (a class docstring) with the "Parameters" entries of ``entries`` (name: the
-    entry, unindented) in place of its own."""
+    entry, unindented, or None to drop it) in place of its own."""
     lines = doc.splitlines()
     for name, entry in entries.items():
         start = next(i for i, line in enumerate(lines) if line.startswith(f"    {name} : "))
         end = start + 1
         while lines[end].startswith("        "):
             end += 1
-        lines[start:end] = ["    " + line for line in inspect.cleandoc(entry).splitlines()]
+        lines[start:end] = ([] if entry is None else
+                            ["    " + line for line in inspect.cleandoc(entry).splitlines()])
     return "\n".join(lines)
 
 
@@ -326,13 +337,17 @@ def _cross_validated(estimator_class, defaults=None):
     wrapped = [p for p in list(signature.parameters)[1:] if p not in own]
     doc = (f"``{name}`` with ``alpha`` (and ``l1_ratio``) chosen by cross-validation.\n"
            + _CV_DOC.format(name=name, params=_parameter_docs(estimator_class, wrapped)))
-    doc = _replace_entries(doc, {k: entry for k, (_, entry) in defaults.items()})
+    entries = {k: entry for k, (_, entry) in defaults.items()}
+    if "l1_ratios" not in signature.parameters:
+        entries["l1_ratios"] = None
+    doc = _replace_entries(doc, entries)
     return type(f"{name}CV", (_CrossValidated, estimator_class),
                 {"__init__": __init__, "__doc__": doc, "__module__": __name__,
                  "_estimator_class": estimator_class, "_parameter_constraints": {}})
 
 
 BCFWStructuredSVMCV = _cross_validated(BCFWStructuredSVM)
+BMRMStructuredSVMCV = _cross_validated(BMRMStructuredSVM)
 # A smoothed fit does not stop on its certificate (its relative gap stalls near 0.2), so
 # every fit runs max_iter epochs and one fit at the plain defaults costs about one CRFsuite
 # fit: 2 folds of 15 epochs keep the walk near 2.5x (CoNLL-2003 testa, 3 seeds).
