@@ -10,8 +10,8 @@ from sklearn_ssvm import (BCFWStructuredSVM, BMRMStructuredSVM, ChainCRF, Multic
                           MultiLabel, PragamSVC, SmoothSSVMClassifier)
 from sklearn_ssvm.model_selection import (GridSearchPath, RegularizationPath, grid_search_path,
                                           regularization_path)
-from sklearn_ssvm.model_selection._path import block_deltas, initialize_path, keep_primal_rescale
-from sklearn_ssvm.solvers.bcfw import DualState, bcfw, certificate, weights
+from sklearn_ssvm.solvers.bcfw import DualState, bcfw, certificate, keep_primal_rescale, weights
+from sklearn_ssvm.solvers.bcfw_path import block_deltas, initialize_path
 from sklearn_ssvm.structures import Problem
 
 EPS = 0.1
