@@ -236,8 +236,8 @@ _CV_DOC = """
         Candidate ``l1_ratio`` values (elastic net), each with the alphas.
     cv : int or cross-validation splitter, default=3
         As ``GridSearchCV``'s (an int: ``KFold`` without shuffling). 3 folds keep model
-        selection at the cost of a few fits (on CoNLL-2003 with 5 folds it cost 1.5x
-        CRFsuite's CPU, with 3 folds 1.2x); 5 choose from more data.
+        selection at the cost of a few fits (``BCFWStructuredSVMCV`` on CoNLL-2003: 1.5x
+        CRFsuite's CPU with 5 folds, 1.2x with 3); 5 choose from more data.
     scoring : str, callable or None, default=None
         None: the estimator's ``score``; ``"chunk_f1"`` (sequence labelling: chunks and
         entities), ``"token_accuracy"`` or any scikit-learn scorer
