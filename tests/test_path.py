@@ -3,8 +3,11 @@
 The numbers refer to the tests of spec 002 §11. Primal values are computed independently of the
 path's bookkeeping, from ``problem.hinge_losses`` and ``alpha / 2 ||w||^2``.
 """
+import warnings
+
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_ssvm import (BCFWStructuredSVM, BMRMStructuredSVM, ChainCRF, MulticlassSVM,
                           MultiLabel, PragamSVC, SmoothSSVMClassifier)
@@ -473,12 +476,84 @@ def test_cross_validate_path():
 
 @pytest.mark.parametrize("make", [lambda: SmoothSSVMClassifier(ChainCRF()),
                                   lambda: BMRMStructuredSVM(ChainCRF()), lambda: PragamSVC()])
-def test_paths_refuse_other_estimators_clearly(make):
+def test_certified_paths_refuse_other_estimators_clearly(make):
     from sklearn_ssvm import cross_validate_path, grid_search_path, regularization_path
     rng = np.random.default_rng(0)
     X = [rng.normal(size=(3, 2)) for _ in range(6)]
     Y = [np.array([0, 1, 0])] * 6
-    for path in (regularization_path, grid_search_path, cross_validate_path):
+    for path in (regularization_path, cross_validate_path):
         kwargs = dict(cv=2) if path is cross_validate_path else {}
         with pytest.raises(ValueError, match="take a BCFWStructuredSVM, not"):
             path(make(), X, Y, **kwargs)
+    if isinstance(make(), PragamSVC):
+        with pytest.raises(ValueError, match="takes a structured estimator"):
+            grid_search_path(make(), X, Y)
+
+
+def test_certified_path_refuses_constraints_with_the_grid_as_the_way_out():
+    from sklearn_ssvm.structures import BinaryGraphCRF
+    X, Y = chain_data(0)
+    for est in (BCFWStructuredSVM(ChainCRF(), l1_ratio=0.5),
+                BCFWStructuredSVM(ChainCRF(), coef_bounds=(-1.0, 1.0)),
+                BCFWStructuredSVM(BinaryGraphCRF())):
+        with pytest.raises(ValueError, match="grid_search_path solves"):
+            regularization_path(est, X, Y)
+
+
+def graph_data():
+    from sklearn_ssvm.datasets import make_snakes
+    return make_snakes(4, random_state=0, shape=(3, 3), n_segments=3, noise=0.3)
+
+
+def test_certified_path_on_graphs():
+    """GraphCRF's dense dual rows take Prop. 1 and Alg. 6 as the label-space states do: the
+    path's gap bound holds against an independent lower bound of ``P*`` (a long run's dual
+    value) at alphas across the pieces, and every breakpoint meets ``kappa eps``."""
+    from sklearn_ssvm.structures import GraphCRF
+
+    X, Y = graph_data()
+    make = lambda: GraphCRF(edge_features=True, directed=True, normalize_loss=True)  # noqa: E731
+    path = regularization_path(BCFWStructuredSVM(make(), random_state=0, max_iter=500), X, Y,
+                               eps=0.05, max_breakpoints=8)
+    assert len(path.alphas_) == 8 and path.stop_reason_ == "max_breakpoints"
+    assert np.all(path.gaps_ <= path.kappa * 0.05 + 1e-12)
+    rng = np.random.default_rng(0)
+    for lam in np.exp(rng.uniform(np.log(path.alpha_lower_), np.log(2 * path.alphas_[0]), 4)):
+        long = BCFWStructuredSVM(make(), alpha=lam, tol=1e-4, max_iter=2000, step="pairwise",
+                                 random_state=0).fit(X, Y)  # its dual value bounds P* below
+        at = long.structure_.prepare(X, Y)
+        suboptimality = primal(at, path.coef_at(lam), lam) - long.dual_objective_
+        assert suboptimality <= path.gap_bound(lam) + 1e-9 <= 0.05 + 1e-9
+
+
+@pytest.mark.parametrize("make", [
+    lambda: BMRMStructuredSVM(ChainCRF(), max_iter=500),
+    lambda: BCFWStructuredSVM(ChainCRF(), l1_ratio=0.3, max_iter=2000, random_state=0),
+    lambda: SmoothSSVMClassifier(ChainCRF(), max_iter=40, random_state=0)])
+def test_grid_paths_of_every_estimator(make):
+    """Estimators without a certified path solve the grid through their own solver, each fit
+    warm-started from the previous one: the same optima as cold fits (within the tolerance),
+    gaps certified where the solver certifies, fewer oracle calls for BMRM (its cutting
+    planes bound the risk at every alpha)."""
+    X, Y = chain_data(0, n=12)
+    alphas = 2.0 ** np.arange(0, -8, -2)
+    tol = 1e-3
+    smooth = isinstance(make(), SmoothSSVMClassifier)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore" if smooth else "error", ConvergenceWarning)
+        warm = grid_search_path(make(), X, Y, alphas=alphas, tol=tol)
+        cold = grid_search_path(make(), X, Y, alphas=alphas, tol=tol, warm_start=None)
+    l1_ratio = getattr(make(), "l1_ratio", 0.0)
+    for a in alphas:  # the optimum, from an independent solver run long
+        ref = BCFWStructuredSVM(ChainCRF(), alpha=a, l1_ratio=l1_ratio, tol=1e-8, max_iter=3000,
+                                step="pairwise", random_state=0).fit(X, Y)
+        for path in (warm, cold):
+            j = int(np.flatnonzero(path.alphas_ == a)[0])
+            mine = path.best_estimator(X, Y, [a]).primal_objective(X, Y)
+            assert mine >= ref.dual_objective_ - 1e-9  # never below the optimum
+            assert mine - ref.primal_objective_ <= path.gaps_[j] + 1e-7  # the gap holds
+            if not smooth:
+                assert path.gaps_[j] <= tol
+    if isinstance(make(), BMRMStructuredSVM):
+        assert warm.n_oracle_calls_[-1] < cold.n_oracle_calls_[-1]
+    assert warm.best_estimator(X, Y).predict(X)[0].shape == Y[0].shape

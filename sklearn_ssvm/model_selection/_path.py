@@ -31,11 +31,10 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_params
-from ..structures.base import StructuredModel
 from ..solvers._common import kernel_threads
 from ..solvers.bcfw import (DualState, bcfw, certificate, keep_primal_rescale,
                             rescale_active_sets)
-from ..solvers.bcfw_path import PathStart, block_deltas, check_zero_loss, initialize_path
+from ..solvers.bcfw_path import block_deltas, check_zero_loss, initialize_path
 
 __all__ = ["GridSearchPath", "PathCV", "RegularizationPath", "cross_validate_path",
            "grid_search_path", "regularization_path"]
@@ -73,32 +72,43 @@ def _seed_sequences(random_state, k):
 
 
 def _solver_settings(estimator):
-    """BCFW settings of ``estimator`` (a ``BCFWStructuredSVM``) for the solves of a path."""
-    from ..estimators import BCFWStructuredSVM
-
-    if not isinstance(estimator, BCFWStructuredSVM):
-        raise ValueError(f"The regularization paths (regularization_path, grid_search_path, "
-                         f"cross_validate_path) are BCFW's: their certified epsilon-path is "
-                         f"built on BCFW's dual (spec 002 §8). They take a BCFWStructuredSVM, "
-                         f"not {type(estimator).__name__}; to choose alpha for "
-                         f"{type(estimator).__name__} use SmoothSSVMClassifierCV (for "
-                         f"SmoothSSVMClassifier) or GridSearchCV.")
-    if hasattr(estimator, "_parameter_constraints"):
-        check_params(estimator)
-    if getattr(estimator, "coef_bounds", None) is not None:
-        raise ValueError("Regularization paths with box constraints (coef_bounds) are not "
-                         "implemented: Alg. 6 gives no bound for them (spec 002 §8.2).")
-    if getattr(estimator, "l1_ratio", 0.0) != 0:
-        raise ValueError("Regularization paths with an l1 penalty (l1_ratio > 0) are not "
-                         "implemented: Alg. 6 and Prop. 1 are the L2 penalty's (spec 002 §8).")
-    if not isinstance(estimator.structure, StructuredModel):
-        raise ValueError(f"The regularization paths run BCFW's compiled label-space kernels; "
-                         f"{type(estimator.structure).__name__} (oracles run from Python per "
-                         f"graph) is not supported: choose alpha with BCFWStructuredSVMCV or "
-                         f"GridSearchCV.")
+    """BCFW settings of ``estimator`` (a ``BCFWStructuredSVM``) for the solves of a certified
+    path (Prop. 1 and Alg. 6 are BCFW's dual under the L2 penalty, without constraints)."""
+    refusal = _certified_path_refusal(estimator)
+    if refusal is not None:
+        raise ValueError(refusal)
     return {name: getattr(estimator, name)
             for name in ("max_iter", "gap_check", "sampling", "step", "cache", "cache_size",
                          "max_active")}
+
+
+def _certified_path_refusal(estimator):
+    """Why ``estimator`` has no certified path (spec 002 §8), or None; invalid parameters
+    raise scikit-learn's error first."""
+    from ..estimators import BCFWStructuredSVM
+
+    if not isinstance(estimator, BCFWStructuredSVM):
+        return (f"The certified paths (regularization_path, cross_validate_path) are built on "
+                f"BCFW's dual (spec 002 §8): they take a BCFWStructuredSVM, not "
+                f"{type(estimator).__name__}. grid_search_path solves "
+                f"{type(estimator).__name__} on a grid of alpha with warm starts, and its CV "
+                f"estimator chooses alpha.")
+    check_params(estimator)
+    if estimator.coef_bounds is not None:
+        return ("Certified paths with box constraints (coef_bounds) are not implemented: "
+                "Alg. 6 gives no bound for them (spec 002 §8.2); grid_search_path solves them "
+                "on a grid.")
+    if getattr(estimator.structure, "constrained_coef", False):
+        return (f"Certified paths of {type(estimator.structure).__name__} are not implemented: "
+                f"its coefficients are projected on a cone (graph cuts need a submodular "
+                f"pairwise table), which like box constraints breaks Prop. 1's rescaling (spec "
+                f"002 §8.2); grid_search_path solves it on a grid. GraphCRF has no such "
+                f"constraint.")
+    if estimator.l1_ratio != 0:
+        return ("Certified paths with an l1 penalty (l1_ratio > 0) are not implemented: Alg. 6 "
+                "and Prop. 1 are the L2 penalty's (spec 002 §8); grid_search_path solves them "
+                "on a grid.")
+    return None
 
 
 def _uses_atoms(settings):
@@ -394,13 +404,14 @@ class RegularizationPath(_PathResult):
 
 
 class GridSearchPath(_PathResult):
-    """Solutions of BCFW on a grid of ``alpha`` (the paper's baseline, spec 002 §8.5).
+    """Solutions of a structured estimator on a grid of ``alpha`` (the paper's baseline,
+    spec 002 §8.5).
 
     Built by :func:`grid_search_path`, which passes the parameters.
 
     Parameters
     ----------
-    estimator : BCFWStructuredSVM
+    estimator : StructuredEstimator
         The (unfitted) estimator the grid was solved with.
     structure : StructuredModel
         The structure fitted on the training data.
@@ -436,7 +447,7 @@ class GridSearchPath(_PathResult):
     warm_start : str or None
     n_samples_ : int
     structure_ : StructuredModel
-    estimator : BCFWStructuredSVM
+    estimator : StructuredEstimator
     """
 
     def __init__(self, *, estimator, structure, n_samples, warm_start, tol, points, wall_time):
@@ -496,8 +507,11 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
         ``max_iter``, ``gap_check``, ``sampling``, ``random_state`` and, if it has them,
         ``step``, ``cache``, ``cache_size`` and ``max_active`` (active sets and caches are
         carried from one breakpoint to the next, rescaled by Prop. 1). Its ``alpha``, ``tol``
-        and ``averaging`` are ignored: the path certifies the last iterate. Box constraints
-        (``coef_bounds``) and the elastic net (``l1_ratio > 0``) are not supported.
+        and ``averaging`` are ignored: the path certifies the last iterate. Every structure
+        is supported, ``GraphCRF`` included (its dense dual rows take Prop. 1 alike; the gaps
+        are certificates where its oracle is exact); box constraints (``coef_bounds``),
+        ``BinaryGraphCRF``'s submodular cone and the elastic net (``l1_ratio > 0``) are not:
+        :func:`grid_search_path` solves them on a grid.
     X : list of arrays or sparse matrices, or 2-D array
         Training inputs, as for ``estimator.fit``.
     Y : list of label arrays, 1-D array or 2-D indicator matrix
@@ -667,7 +681,12 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
                      warm_start="keep_primal", n_jobs=None):
     """Solve the structured SVM on a grid of ``alpha`` (the paper's baseline, spec 002 §8.5).
 
-    The grid is processed in decreasing order. Warm starts (App. K):
+    The grid is processed in decreasing order. Estimators other than BCFW under the L2 penalty
+    (BMRM, Smooth, BCFW with ``l1_ratio > 0``, box constraints or ``BinaryGraphCRF``) solve each
+    point with their own solver, warm-started from the previous point as ``warm_start=True``
+    continues a fit (BMRM's cutting planes bound the risk at every ``alpha``; Smooth keeps its
+    coefficients and learning rate), or cold with ``warm_start=None`` (sequentially).
+    BCFW under the L2 penalty starts each point as follows (App. K):
 
     - ``'keep_primal'``: from the previous solution rescaled by Prop. 1 (``w`` kept, the dual
       moved towards the true labelings; the block gaps are updated by eq. (12), so gap
@@ -680,9 +699,10 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
 
     Parameters
     ----------
-    estimator : BCFWStructuredSVM
-        Supplies ``structure`` and ``max_iter``, ``gap_check``, ``sampling``, ``random_state``
-        (and ``step``, ``cache``, ``cache_size``, ``max_active`` if it has them).
+    estimator : BCFWStructuredSVM, BMRMStructuredSVM or SmoothSSVMClassifier
+        Supplies ``structure`` and the solver settings (BCFW: ``max_iter``, ``gap_check``,
+        ``sampling``, ``random_state``, ``step``, ``cache``, ``cache_size``, ``max_active``;
+        the others: all their parameters but ``alpha``, ``tol`` and ``warm_start``).
     X : list of arrays or sparse matrices, or 2-D array
         Training inputs, as for ``estimator.fit``.
     Y : list of label arrays, 1-D array or 2-D indicator matrix
@@ -690,9 +710,12 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
     alphas : array-like, default=2.0 ** np.arange(15, -16, -1)
         The grid (31 values, as in the paper).
     tol : float, default=0.1
-        Exact duality gap each solve must reach.
+        Duality gap each solve must reach (absolute: the estimators' own ``tol`` is this over
+        the data's ``loss_scale``); a smoothed solver's gap is of the SSVM objective and may
+        stall above it (a ``ConvergenceWarning`` then says so).
     warm_start : {'keep_primal', 'keep_dual'} or None, default='keep_primal'
-        How each solve starts (see above).
+        How each solve starts (see above); for the estimators other than BCFW under the L2
+        penalty both warm starts continue the previous fit.
     n_jobs : int or None, default=None
         Cold starts: joblib workers over the grid. Warm starts: threads of the exact gap
         passes (default: the estimator's ``n_jobs``).
@@ -710,11 +733,23 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
         raise ValueError("alphas must be a non-empty array of finite values > 0.")
     if not isinstance(tol, Real) or tol < 0:
         raise ValueError(f"tol must be >= 0, got {tol!r}.")
-    settings = _solver_settings(estimator)
+    from ..estimators.base import StructuredEstimator
+
+    if not isinstance(estimator, StructuredEstimator):
+        raise ValueError(f"grid_search_path takes a structured estimator (BCFWStructuredSVM, "
+                         f"BMRMStructuredSVM, SmoothSSVMClassifier), not "
+                         f"{type(estimator).__name__}; use GridSearchCV.")
+    check_params(estimator)
     structure = clone(estimator.structure)
     problem = structure.prepare(X, Y)
-    random_state = getattr(estimator, "random_state", None)
     wall = time.perf_counter()
+    if _certified_path_refusal(estimator) is not None:
+        points = _grid_by_estimator(estimator, structure, problem, X, Y, alphas, tol, warm_start)
+        return GridSearchPath(estimator=clone(estimator), structure=structure,
+                              n_samples=problem.n_samples, warm_start=warm_start, tol=tol,
+                              points=points, wall_time=time.perf_counter() - wall)
+    settings = _solver_settings(estimator)
+    random_state = getattr(estimator, "random_state", None)
     points = []
     if warm_start is None:
         seeds = _seed_sequences(random_state, alphas.size)
@@ -760,6 +795,34 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
     return GridSearchPath(estimator=clone(estimator), structure=structure,
                           n_samples=problem.n_samples, warm_start=warm_start, tol=tol,
                           points=points, wall_time=time.perf_counter() - wall)
+
+
+def _grid_by_estimator(estimator, structure, problem, X, Y, alphas, tol, warm_start):
+    """The grid solved through the estimator's own solver, each fit warm-started from the
+    previous one as ``warm_start=True`` continues a fit (BMRM keeps its cutting planes, which
+    bound the risk at every alpha; Smooth its coefficients and learning rate; BCFW its dual
+    point), or cold with ``warm_start=None``. ``tol`` is absolute, the estimators' relative to
+    ``loss_scale_``."""
+    points = []
+    previous = None
+    template = clone(estimator).set_params(tol=tol / problem.loss_scale(), warm_start=True)
+    for a in alphas:
+        fit = clone(template).set_params(alpha=a)
+        t = time.perf_counter()
+        with warnings.catch_warnings():  # one warning per unconverged point, below
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            fit._fit_prepared(structure, problem, X, Y, previous=previous)
+        calls = getattr(fit, "n_oracle_calls_", fit.n_iter_ * problem.n_samples)
+        points.append(dict(alpha=a, coef=fit.coef_, gap=fit.duality_gap_, calls=calls,
+                           time=time.perf_counter() - t))
+        if warm_start is not None:
+            previous = fit
+    for p in points:
+        if not p["gap"] <= tol:
+            warnings.warn(f"{type(estimator).__name__} reached max_iter={estimator.max_iter} at "
+                          f"alpha={p['alpha']:.6g} with duality gap {p['gap']:.4g} > tol={tol}.",
+                          ConvergenceWarning)
+    return points
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,13 +1,15 @@
 """The certified path's pieces on BCFW's dual (spec 002 §8; Osokin et al. 2016, §4): the block
 gaps' change under Proposition 1 (eq. (12)) and the first breakpoint in closed form (Alg. 6,
-eq. (11)). :mod:`sklearn_ssvm.model_selection` builds the paths on them; they read the dual in
-label space (:class:`~sklearn_ssvm.solvers.bcfw.DualState`)."""
+eq. (11)). :mod:`sklearn_ssvm.model_selection` builds the paths on them. They read the dual
+(:class:`~sklearn_ssvm.solvers.bcfw.DualState`) in label space for the compiled structures and
+as dense rows ``M_i = E[phi(y)] - phi(y_i)`` for the graphs, whose true labelings are the zero
+rows: the scores of a dual point are then ``M @ w`` (:func:`_block_scores`)."""
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._kernels.batch import stats_from_labels
+from ._common import dense_oracles
 from .bcfw import DualState, weights
 
 __all__ = ["PathStart", "block_deltas", "check_zero_loss", "initialize_path"]
@@ -17,19 +19,17 @@ __all__ = ["PathStart", "block_deltas", "check_zero_loss", "initialize_path"]
 # label-space helpers
 # ----------------------------------------------------------------------------------------------
 
-def _token_matrix(problem):
-    return sp.csr_matrix((problem.data, problem.indices, problem.indptr),
-                         shape=(problem.tok_offsets[-1], problem.n_features))
-
-
 def _block_scores(problem, coef, M, Q):
-    """``<U, M_i> + <theta, Q_i>`` per block, ``U = X W``: the score of a (mixed) labeling.
+    """``<U, M_i> + <theta, Q_i>`` per block, ``U = X W``: the score of a (mixed) labeling
+    (dense rows: ``M_i @ w``, the score relative to the true labeling's).
 
     Linear in ``(M, Q)``; with a difference of label statistics it gives score differences
     without cancellation. No oracle call.
     """
+    if dense_oracles(problem):
+        return M @ coef
     W, theta = problem.split_coef(coef)
-    U = np.asarray(_token_matrix(problem) @ W)
+    U = np.asarray(problem.token_matrix() @ W)
     per_token = np.einsum("tc,tc->t", U, M)
     owner = np.repeat(np.arange(problem.n_samples), np.diff(problem.tok_offsets))
     scores = np.bincount(owner, weights=per_token, minlength=problem.n_samples)
@@ -67,7 +67,9 @@ def block_deltas(problem, state, coef, vertex=None):
 
 def check_zero_loss(problem):
     """Prop. 1 and the zero initialisation need ``L(y_i, y_i) = 0`` (spec 002 §1.1, §10.3 #9)."""
-    own = np.asarray(problem.losses(problem.y), dtype=float)
+    truth = ([problem.labeling(i) for i in range(problem.n_samples)]
+             if dense_oracles(problem) else problem.y)
+    own = np.asarray(problem.losses(truth), dtype=float)
     bad = np.flatnonzero(np.abs(own) > 0)
     if bad.size:
         raise ValueError(f"The regularization path needs L(y_i, y_i) = 0 for every training "
@@ -146,24 +148,43 @@ def initialize_path(problem, eps, kappa, vertex=None):
     if vertex is None:
         vertex = DualState.at_labels(problem)
     y_tilde, max_loss, _, _ = problem.run_oracle(np.zeros(problem.n_params), True)
-    M, Q = stats_from_labels(problem.kind, problem.edges, problem.tok_offsets, y_tilde,
-                             problem.node_offsets, problem.n_codes, problem.n_pair)
+    M, Q = _vertex_stats(problem, y_tilde)
+    if dense_oracles(problem):  # one array per example: packed like problem.y
+        y_tilde = np.concatenate(y_tilde).astype(np.int32)
     state = DualState(M, Q, max_loss / n)  # at w = 0 the oracle value is max_y L_i(y)
     psi = weights(problem, state, 1.0)  # (1/n) sum_i psi_i(y~_i): w at alpha = 1
-    _, decoded, _, _ = problem.run_oracle(psi, False)
+    _, decoded, gold, _ = problem.run_oracle(psi, False)
+    if dense_oracles(problem):  # dense rows score relative to the true labeling's
+        decoded = decoded - gold
     theta = decoded - _block_scores(problem, psi, vertex.M, vertex.Q)
     pair = _block_scores(problem, psi, vertex.M - M, vertex.Q - Q)  # <psi~, psi_i(y~_i)>
     bound = float(psi @ psi + theta.mean())
-    # the size of what cancels in psi~: rounding below ~1e-16 of it is no signal (spec §8.2)
-    X = _token_matrix(problem)
-    lengths = np.diff(problem.tok_offsets)
-    row_sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    owner = np.repeat(np.arange(n), lengths)
-    scale = float(np.mean(2.0 * lengths * (np.bincount(owner, row_sq, minlength=n) + 1.0)))
-    if bound <= 1e-13 * scale:
+    if bound <= 1e-13 * _cancelling_scale(problem):
         return PathStart(0.0, state, np.zeros(problem.n_params), np.zeros(n), 0.0,
                          np.zeros(problem.n_params), np.zeros(n), 2 * n, y_tilde)
     lam = bound / (kappa * eps)
     coef = weights(problem, state, lam)
     gap_bounds = (theta + pair) / (n * lam)
     return PathStart(lam, state, coef, gap_bounds, bound, psi, theta, 2 * n, y_tilde)
+
+
+def _vertex_stats(problem, labelings):
+    """The dual state's ``(M, Q)`` rows of one labeling per block."""
+    if dense_oracles(problem):
+        M = np.array([problem.phi(i, y) for i, y in enumerate(labelings)]) - problem.truth_phi
+        return M.reshape(problem.n_samples, problem.n_params), np.zeros((problem.n_samples, 0))
+    return stats_from_labels(problem.kind, problem.edges, problem.tok_offsets, labelings,
+                             problem.node_offsets, problem.n_codes, problem.n_pair)
+
+
+def _cancelling_scale(problem):
+    """The size of what cancels in ``psi~``: rounding below ~1e-16 of it is no signal (spec
+    §8.2)."""
+    if dense_oracles(problem):
+        return problem.squared_radius() + 1.0
+    X = problem.token_matrix()
+    lengths = np.diff(problem.tok_offsets)
+    row_sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    owner = np.repeat(np.arange(problem.n_samples), lengths)
+    return float(np.mean(2.0 * lengths * (np.bincount(owner, row_sq, minlength=problem.n_samples)
+                                          + 1.0)))
