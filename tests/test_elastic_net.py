@@ -89,6 +89,6 @@ def test_feature_maps_refuse_l1_ratio():
 
     X = [np.ones((3, 2))] * 4
     Y = [np.array([0.0, 1.0, 1.0])] * 4
-    with pytest.raises(ValueError, match="l1_ratio > 0 is for linear scores"):
+    with pytest.raises(ValueError, match="prox-linear method takes the L2 penalty"):
         SmoothSSVMClassifier(CandidateSet(), l1_ratio=0.5, max_iter=2,
                              feature_map=MLPFeatureMap()).fit(X, Y)

@@ -507,7 +507,7 @@ def test_graph_crf_training_errors():
         SmoothSSVMClassifier(BinaryGraphCRF(), smoothing="entropy", top_k=None).fit(X, Y)
     with pytest.raises(ValueError, match="set top_k"):
         SmoothSSVMClassifier(BinaryGraphCRF(), top_k=None).fit(X, Y)
-    with pytest.raises(ValueError, match="not available for loopy graphs"):
+    with pytest.raises(ValueError, match="BinaryGraphCRF with l1_ratio > 0: the soft-threshold"):
         SmoothSSVMClassifier(BinaryGraphCRF(), l1_ratio=0.5).fit(X, Y)
     est = SmoothSSVMClassifier(BinaryGraphCRF(), max_iter=2, random_state=0).fit(X, Y)
     with pytest.raises(ValueError, match="node features"):

@@ -126,7 +126,7 @@ def test_bad_weights_are_refused(weights, message):
 
 def test_solvers_without_weights_refuse_them():
     X, Y, w = chains()
-    with pytest.raises(ValueError, match="sample_weight needs solver="):
+    with pytest.raises(ValueError, match="with sample_weight: its batched entropy oracle"):
         SmoothSSVMClassifier(ChainCRF(), solver="agm", smoothing="entropy",
                              top_k=None).fit(X, Y, sample_weight=w)
 

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, check_params
 from ..penalties import ElasticNet
+from ..solvers import capabilities
 from ..solvers._common import interruptible
 from ..structures.base import StructuredModel
 from ..structures.graph import BinaryGraphCRF
@@ -150,11 +151,7 @@ class StructuredEstimator(BaseEstimator):
             self._check_warm_start(structure)
             previous = self
         dense = getattr(problem, "dense_oracles", False)
-        if dense and not self._takes_dense_oracles():
-            raise ValueError(f"{type(self).__name__} with these settings runs compiled oracles; "
-                             f"{type(structure).__name__} (oracles run from Python per example) "
-                             f"trains with BCFWStructuredSVM, BMRMStructuredSVM or "
-                             f"SmoothSSVMClassifier(solver='casimir-svrg', 'svrg' or 'sgd').")
+        capabilities.check(self._solver(), problem, self._options(problem))
         alpha = problem.default_alpha() if self.alpha is None else float(self.alpha)
         scale = problem.loss_scale()  # tol (and mu) are relative to the zero model's objective
         with interruptible() as stopped:
@@ -205,9 +202,20 @@ class StructuredEstimator(BaseEstimator):
         parameter: the L2 penalty ``alpha/2 ||w||^2``)."""
         return ElasticNet.from_alpha(alpha, getattr(self, "l1_ratio", 0.0))
 
-    def _takes_dense_oracles(self):
-        """Whether the solver takes problems with Python oracles (``GraphProblem``)."""
-        return True
+    def _solver(self):
+        """The entry of :data:`~sklearn_ssvm.solvers.capabilities.SOLVERS` the fit runs."""
+        raise NotImplementedError
+
+    def _options(self, problem):
+        """The :data:`~sklearn_ssvm.solvers.capabilities.OPTIONS` this fit asks for."""
+        bounds = getattr(self, "coef_bounds", None)
+        asked = {"elastic_net": getattr(self, "l1_ratio", 0) > 0,
+                 "away": getattr(self, "step", None) == "away",
+                 "averaging": bool(getattr(self, "averaging", False)),
+                 "bounds": bounds is not None,
+                 "box": bounds is not None and not isinstance(bounds, str),
+                 "sample_weight": problem.weighted}
+        return [option for option, on in asked.items() if on]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

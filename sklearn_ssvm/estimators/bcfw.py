@@ -192,6 +192,9 @@ class BCFWStructuredSVM(StructuredEstimator):
         # path have only coef_)
         return getattr(self, "dual_state_", None) is not None
 
+    def _solver(self):
+        return "bcfw"
+
     def _solve(self, problem, alpha, previous, loss_scale):
         rng = self.random_state
         if isinstance(rng, int) or rng is None:

@@ -102,12 +102,10 @@ class BMRMStructuredSVM(StructuredEstimator):
     def _warm_startable(self):
         return hasattr(self, "bundle_")
 
+    def _solver(self):
+        return "bmrm"
+
     def _solve(self, problem, alpha, previous, loss_scale):
-        if getattr(problem, "constrained", False):
-            raise ValueError(f"BMRM's cutting-plane model keeps no constraint on coef, and "
-                             f"{type(problem.structure).__name__}'s graph cuts need its pairwise "
-                             f"table submodular: train it with BCFWStructuredSVM or "
-                             f"SmoothSSVMClassifier (GraphCRF has no such constraint).")
         init = cuts = offsets = None
         data_key = training_key(problem)  # the cuts lower-bound this data's risk only
         if previous is not None:
@@ -121,6 +119,7 @@ class BMRMStructuredSVM(StructuredEstimator):
                       max_iter=self.max_iter, init=init, cuts=cuts, offsets=offsets,
                       n_jobs=self.n_jobs, verbose=self.verbose)
         return dict(_data_key=data_key, coef_=result.coef, n_iter_=result.n_iter,
-                    duality_gap_=result.gap, primal_objective_=result.primal, lower_bound_=result.lower_bound,
+                    duality_gap_=result.gap, primal_objective_=result.primal,
+                    lower_bound_=result.lower_bound,
                     converged_=result.converged, history_=result.history,
                     bundle_=(result.cuts, result.offsets))

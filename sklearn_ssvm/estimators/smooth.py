@@ -281,7 +281,10 @@ class SmoothSSVMClassifier(StructuredEstimator):
         """Whether the fit runs SGD, SVRG or Casimir-SVRG on linear scores."""
         return self.feature_map is None and self.solver != "agm"
 
-    _takes_dense_oracles = _stochastic  # the stochastic solvers have the dense-oracle path
+    def _solver(self):
+        if self.feature_map is not None:
+            return "prox-linear"
+        return "agm" if self.solver == "agm" else "stochastic"
 
     def _smoothing(self, kind, mu):
         """The solvers' ``Smoothing`` at the absolute ``mu`` (``self.mu`` times the loss
@@ -421,16 +424,10 @@ class SmoothSSVMClassifier(StructuredEstimator):
                                    tol=tol, warmup=warmup, **common)
 
     def _solve(self, problem, alpha, previous, loss_scale, callback=None, raw=None):
-        if problem.weighted and (self.feature_map is not None or self.solver == "agm"):
-            raise ValueError("sample_weight needs solver='casimir-svrg', 'svrg' or 'sgd' and "
-                             "linear scores (no feature_map).")
         if self.early_stopping is True and not self._stochastic():
             raise ValueError("early_stopping=True needs a stochastic solver ('casimir-svrg', "
                              "'svrg' or 'sgd') and linear scores (no feature_map).")
         if self.feature_map is not None:
-            if self.l1_ratio:
-                raise ValueError("l1_ratio > 0 is for linear scores: a feature_map's "
-                                 "prox-linear method takes the L2 penalty (l1_ratio=0).")
             fitted = self._solve_nonlinear(problem, alpha, previous, callback, loss_scale,
                                            *raw)
         elif self.solver == "agm":
@@ -454,7 +451,6 @@ class SmoothSSVMClassifier(StructuredEstimator):
         smoothing = self._smoothing(problem.kind, self.mu * loss_scale)
         if getattr(problem, "dense_oracles", False):
             problem.check_smoothing(smoothing)  # refuses what the graph structure cannot smooth
-            smooth.check_dense_penalty(penalty)
         init = None
         if previous is not None:
             init = previous._dense_coef()

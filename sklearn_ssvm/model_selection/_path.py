@@ -31,6 +31,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_params
+from ..solvers import capabilities
 from ..solvers._common import kernel_threads
 from ..solvers.bcfw import (DualState, bcfw, certificate, keep_primal_rescale,
                             rescale_active_sets)
@@ -801,8 +802,8 @@ def _grid_by_estimator(estimator, structure, problem, X, Y, alphas, tol, warm_st
     """The grid solved through the estimator's own solver, each fit warm-started from the
     previous one as ``warm_start=True`` continues a fit (BMRM keeps its cutting planes, which
     bound the risk at every alpha; Smooth its coefficients and learning rate; BCFW its dual
-    point), or cold with ``warm_start=None``. ``tol`` is absolute, the estimators' relative to
-    ``loss_scale_``."""
+    point), or cold with ``warm_start=None`` or a solver that declares no warm start. ``tol`` is
+    absolute, the estimators' relative to ``loss_scale_``."""
     points = []
     previous = None
     template = clone(estimator).set_params(tol=tol / problem.loss_scale(), warm_start=True)
@@ -815,7 +816,7 @@ def _grid_by_estimator(estimator, structure, problem, X, Y, alphas, tol, warm_st
         calls = getattr(fit, "n_oracle_calls_", fit.n_iter_ * problem.n_samples)
         points.append(dict(alpha=a, coef=fit.coef_, gap=fit.duality_gap_, calls=calls,
                            time=time.perf_counter() - t))
-        if warm_start is not None:
+        if warm_start is not None and capabilities.SOLVERS[estimator._solver()].warm_start:
             previous = fit
     for p in points:
         if not p["gap"] <= tol:

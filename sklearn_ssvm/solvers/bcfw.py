@@ -18,6 +18,7 @@ from .._kernels.bcfw import AWAY, FW, PAIRWISE, bcfw_pass, state_from_atoms
 from .._kernels.labelings import CHAIN
 from ..penalties import as_penalty, soft_threshold
 from ..structures._problem import example_rows
+from . import capabilities
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 from ._common import dense_oracles as _dense
 from .bcfw_dense import dense_pass, dense_state_from_atoms
@@ -365,18 +366,6 @@ def _resync(problem, step, atoms, state, penalty, box, coef, scored):
         scored[:] = primal_point(coef, penalty, box)
 
 
-def _check_dense(kappa, step, averaging):
-    """What the dense pass (per-example Python oracles) does not offer."""
-    if kappa > 0:
-        raise ValueError("BCFW on graph structures takes the L2 penalty only (l1_ratio=0).")
-    if step == "away":
-        raise ValueError("BCFW on graph structures makes Frank-Wolfe or pairwise steps; "
-                         "step='away' needs the compiled oracles.")
-    if averaging:
-        raise ValueError("BCFW on graph structures does not average the iterates "
-                         "(averaging=False).")
-
-
 SAMPLINGS = ("gap", "uniform", "perm")
 STEPS = {"fw": FW, "pairwise": PAIRWISE, "away": AWAY}
 
@@ -486,12 +475,11 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
     dense = _dense(problem)
     state = DualState.at_labels(problem) if init is None else init.copy()
     coef = weights(problem, state, penalty) if init is not None else np.zeros(problem.n_params)
+    asked = {"elastic_net": kappa > 0, "away": step == "away", "averaging": averaging,
+             "bounds": bounds is not None, "sample_weight": problem.weighted}
+    capabilities.check("bcfw", problem, [option for option, on in asked.items() if on])
     box = None if bounds is None else Box.check(bounds, problem.n_params)
-    if box is not None and kappa > 0:
-        raise ValueError("Box constraints (bounds, coef_bounds) together with an l1 penalty "
-                         "(l1_ratio > 0) are not supported.")
     if dense:  # per-example Python oracles: the dense pass, scoring with w = project(v)
-        _check_dense(kappa, step, averaging)
         if box is None:
             box = Projection(problem.project)
         clipped = box.project(coef)

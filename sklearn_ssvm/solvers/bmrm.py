@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from .._kernels.bundle import simplex_qp
 from .._kernels.smoothed import NONE
+from . import capabilities
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 from .smooth import Smoothing, full_gradient
 
@@ -266,6 +267,7 @@ def bmrm(problem, alpha, *, variant="qp", tol=1e-3, max_iter=1000, init=None, cu
     -------
     BMRMResult
     """
+    capabilities.check("bmrm", problem, ["sample_weight"] if problem.weighted else [])
     w0 = np.zeros(problem.n_params) if init is None else init
     with kernel_threads(n_jobs):
         return bundle_method(structured_oracle(problem), w0, alpha, variant=variant, tol=tol,

@@ -30,6 +30,7 @@ from .._kernels.stochastic import (RSUM, S, R, WSUM, flush, lazy_state, prox_ste
                                    stochastic_steps)
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 from ._common import dense_oracles as _dense
+from . import capabilities
 from .catalyst import catalyst, delta_schedule, stopping_test
 
 
@@ -190,18 +191,10 @@ class DenseIterate:
         return self.acc / self.weight
 
 
-def check_dense_penalty(penalty):
-    """Refuse an l1 part on dense-oracle problems (loopy graphs)."""
-    if penalty.l1 > 0:
-        raise ValueError("The elastic net (l1_ratio > 0) is not available for loopy graphs: "
-                         "the soft-threshold does not compose with the projection onto the "
-                         "submodular cone.")
-
-
 def _iterate(problem, w, penalty, B=None):
     if not _dense(problem):
         return LazyIterate(problem, w, B, penalty.l1)
-    check_dense_penalty(penalty)
+    capabilities.check("stochastic", problem, ("elastic_net",) if penalty.l1 > 0 else ())
     return DenseIterate(problem, w, B)
 
 

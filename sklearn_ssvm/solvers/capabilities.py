@@ -1,0 +1,158 @@
+"""What each solver supports, declared once.
+
+A fit asks :func:`check` before it starts: a cell that is not supported is refused with the
+message written here, whoever hits it (the estimators, or a solver called directly). The user
+guide's support table is :func:`support_table`, and ``tests/test_support.py`` fits every
+estimator x structure x option cell against these declarations: a supported cell must fit with
+a finite gap (labelled uncertified where an oracle is approximate), an unsupported one must be
+refused with its message.
+
+Structures come in three kinds, by how their oracles run: ``"compiled"`` (``ChainCRF``,
+``BinarySVM``, ``MulticlassSVM``, ``MultiLabel``, ``CandidateSet``: numba oracles the solvers
+call in their compiled loops), ``"graph"`` (``GraphCRF``: per-example oracles called from
+Python) and ``"binary_graph"`` (``BinaryGraphCRF``: the same, with the coefficients projected
+on the cone where graph cuts are exact).
+"""
+from dataclasses import dataclass
+
+__all__ = ["KINDS", "OPTIONS", "SOLVERS", "Capabilities", "check", "refusal", "structure_kind",
+           "support_table"]
+
+KINDS = {"compiled": "the compiled structures", "graph": "GraphCRF",
+         "binary_graph": "BinaryGraphCRF"}
+
+#: options a fit may ask for, with how the user asks
+OPTIONS = {"elastic_net": "l1_ratio > 0", "away": "step='away'", "averaging": "averaging=True",
+           "bounds": "coef_bounds", "box": "coef_bounds=(lower, upper)",
+           "sample_weight": "sample_weight"}
+
+_GRAPH_PASS = ("the graphs' BCFW steps in Python on dense dual rows (solvers/bcfw_dense.py), "
+               "without the compiled pass's {}")
+_PYTHON_ORACLES = ("it runs the compiled structures' oracles in its numba loops; the graphs' "
+                   "oracles run from Python per example")
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What one solver supports.
+
+    Attributes
+    ----------
+    name : str
+        How messages and the support table name it (the estimator and its settings).
+    options : tuple of str
+        The :data:`OPTIONS` its estimator has a parameter for (the others do not apply).
+    refused : dict
+        ``(kind, option) -> reason`` for each cell it does not support: ``kind`` None for
+        every kind, ``option`` None for the kind whatever the options, a tuple for options
+        refused together.
+    certificate : str
+        What its ``duality_gap_`` is.
+    warm_start : bool
+        Whether a fit continues from a previous one (``warm_start=True``, the grid paths).
+    path : str
+        How :mod:`sklearn_ssvm.model_selection` walks ``alpha`` with it.
+    """
+
+    name: str
+    options: tuple
+    refused: dict
+    certificate: str
+    warm_start: bool
+    path: str
+
+
+def _bcfw_on_graphs(kind):
+    return {(kind, "elastic_net"): _GRAPH_PASS.format("soft-threshold"),
+            (kind, "away"): _GRAPH_PASS.format("away steps"),
+            (kind, "averaging"): _GRAPH_PASS.format("weighted averages")}
+
+
+SOLVERS = {
+    "bcfw": Capabilities(
+        name="BCFWStructuredSVM", options=("elastic_net", "away", "averaging", "bounds", "box",
+                                           "sample_weight"),
+        refused={**_bcfw_on_graphs("graph"), **_bcfw_on_graphs("binary_graph"),
+                 ("binary_graph", "box"): "a box replaces the projection onto the submodular "
+                                          "cone that its graph cuts need (coef_bounds="
+                                          "'positive_pairwise' is a box inside the cone)",
+                 (None, ("bounds", "elastic_net")): "the box's dual (spec 002 §7) is the L2 "
+                                                    "penalty's"},
+        certificate="exact duality gap (eq. (5)), certified where the oracle is exact",
+        warm_start=True, path="certified eps-path under L2 without bounds (BinaryGraphCRF: grid)"),
+    "bmrm": Capabilities(
+        name="BMRMStructuredSVM", options=("sample_weight",),
+        refused={("binary_graph", None): "its cutting-plane model keeps no constraint on coef, "
+                                         "and the graph cuts need the pairwise table "
+                                         "submodular; GraphCRF has no such constraint"},
+        certificate="primal minus the bundle's lower bound", warm_start=True,
+        path="grid (warm: cutting planes)"),
+    "stochastic": Capabilities(
+        name="SmoothSSVMClassifier(solver='casimir-svrg', 'svrg' or 'sgd')",
+        options=("elastic_net", "sample_weight"),
+        refused={("graph", "elastic_net"): "the dense-oracle path of the stochastic solvers "
+                                           "takes the L2 penalty",
+                 ("binary_graph", "elastic_net"): "the soft-threshold does not compose with the "
+                                                  "projection onto the submodular cone"},
+        certificate="the SSVM objective's gap, from the smoothed duals (stalls above tol)",
+        warm_start=True, path="grid (warm: coefficients, learning rate)"),
+    "agm": Capabilities(
+        name="SmoothSSVMClassifier(solver='agm')", options=("elastic_net",),
+        refused={("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES,
+                 ("compiled", "sample_weight"): "its batched entropy oracle weighs every "
+                                                "example alike"},
+        certificate="the SSVM objective's gap, from AGM's excessive-gap dual (spec 001)",
+        warm_start=False, path="grid (cold)"),
+    "prox-linear": Capabilities(
+        name="SmoothSSVMClassifier(feature_map=...) on CandidateSet", options=("elastic_net",),
+        refused={("compiled", "elastic_net"): "the prox-linear method takes the L2 penalty",
+                 ("compiled", "sample_weight"): "the prox-linear method weighs every example "
+                                                "alike",
+                 ("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES},
+        certificate="none (non-convex in the weights)", warm_start=True,
+        path="grid (warm: coefficients)"),
+}
+
+
+def structure_kind(problem):
+    """The kind (:data:`KINDS`) of a packed problem."""
+    if not getattr(problem, "dense_oracles", False):
+        return "compiled"
+    return "binary_graph" if problem.constrained else "graph"
+
+
+def refusal(solver, kind, options=()):
+    """The declared message refusing ``solver`` on structures of ``kind`` with ``options``,
+    or None when the cell is supported."""
+    for (where, option), reason in SOLVERS[solver].refused.items():
+        together = () if option is None else (option,) if isinstance(option, str) else option
+        if where in (None, kind) and set(together) <= set(options):
+            asked = " and ".join(OPTIONS[o] for o in together)
+            return (f"{SOLVERS[solver].name} does not train {KINDS[kind]}"
+                    f"{' with ' + asked if asked else ''}: {reason}.")
+    return None
+
+
+def check(solver, problem, options=()):
+    """Raise the declared ``ValueError`` when the cell is not supported (before any fit)."""
+    message = refusal(solver, structure_kind(problem), options)
+    if message is not None:
+        raise ValueError(message)
+
+
+def support_table():
+    """The user guide's support table (markdown), generated from :data:`SOLVERS`."""
+    head = ["solver", *(f"{KINDS[k]}" for k in KINDS), "gap", "alpha path"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for caps in SOLVERS.values():
+        cells = []
+        for kind in KINDS:
+            if (kind, None) in caps.refused:
+                cells.append("no")
+                continue
+            missing = [" and ".join(OPTIONS[o] for o in ((opt,) if isinstance(opt, str) else opt))
+                       for where, opt in caps.refused if where in (None, kind) and opt]
+            cells.append("yes" + (f", not {', '.join(missing)}" if missing else ""))
+        rows.append(f"| `{caps.name}` | " + " | ".join(cells)
+                    + f" | {caps.certificate} | {caps.path} |")
+    return "\n".join(rows)

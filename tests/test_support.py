@@ -1,0 +1,93 @@
+"""The support matrix cannot lie: every estimator x structure x option cell either fits, with a
+finite coefficient vector and a gap that is a certificate or labelled as not one, or is refused
+with the message :mod:`sklearn_ssvm.solvers.capabilities` declares for it; and the user guide's
+table is the one generated from the same declarations."""
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from _golden import _data, _structures
+from sklearn_ssvm import BCFWStructuredSVM, BMRMStructuredSVM, SmoothSSVMClassifier
+from sklearn_ssvm.feature_maps import MLPFeatureMap
+from sklearn_ssvm.model_selection import grid_search_path
+from sklearn_ssvm.solvers import capabilities
+from sklearn_ssvm.solvers.capabilities import OPTIONS, SOLVERS, refusal, support_table
+
+ESTIMATORS = {
+    "bcfw": lambda s, **kw: BCFWStructuredSVM(s, alpha=0.1, step=kw.pop("step", "pairwise"),
+                                              max_iter=20, random_state=0, **kw),
+    "bmrm": lambda s, **kw: BMRMStructuredSVM(s, alpha=0.1, max_iter=30, **kw),
+    "stochastic": lambda s, **kw: SmoothSSVMClassifier(s, alpha=0.1, max_iter=3,
+                                                       learning_rate=0.1, random_state=0, **kw),
+    "agm": lambda s, **kw: SmoothSSVMClassifier(s, solver="agm", smoothing="entropy",
+                                                top_k=None, alpha=0.1, max_iter=10, **kw),
+    "prox-linear": lambda s, **kw: SmoothSSVMClassifier(
+        s, alpha=0.1, max_iter=2, learning_rate=0.1, random_state=0,
+        feature_map=MLPFeatureMap(n_hidden=3, random_state=0), **kw),
+}
+
+#: how a cell asks for each option, and the options that asks for
+ASK = {"elastic_net": (dict(l1_ratio=0.3), ("elastic_net",)),
+       "away": (dict(step="away"), ("away",)),
+       "averaging": (dict(step="fw", averaging=True), ("averaging",)),
+       "bounds": (dict(coef_bounds="positive_pairwise"), ("bounds",)),
+       "box": (dict(coef_bounds=(-1.0, 1.0)), ("bounds", "box")),
+       "sample_weight": ({}, ("sample_weight",))}
+
+KIND_OF = {"chain": "compiled", "multiclass": "compiled", "multilabel": "compiled",
+           "candidates": "compiled", "graph": "graph", "binary_graph": "binary_graph"}
+
+CELLS = [(solver, structure, option) for solver in SOLVERS for structure in KIND_OF
+         for option in (None, *SOLVERS[solver].options)
+         if not (solver == "prox-linear" and structure in ("chain", "multiclass", "multilabel"))]
+
+
+def test_every_solver_has_an_estimator_and_every_option_a_request():
+    assert set(ESTIMATORS) == set(SOLVERS)
+    assert set(ASK) == set(OPTIONS)
+    assert set(KIND_OF.values()) == set(capabilities.KINDS)
+
+
+@pytest.mark.parametrize("solver, structure, option", CELLS)
+def test_cell_fits_or_is_refused_as_declared(solver, structure, option):
+    make_structure, data = _structures()[structure]
+    X, Y = _data(data)
+    settings, asked = ASK.get(option, ({}, ()))
+    estimator = ESTIMATORS[solver](make_structure(), **settings)
+    weights = np.linspace(0.5, 1.5, len(Y)) if option == "sample_weight" else None
+    declared = refusal(solver, KIND_OF[structure], asked)
+    if declared is not None:
+        with pytest.raises(ValueError) as error:
+            estimator.fit(X, Y, sample_weight=weights)
+        assert str(error.value) == declared
+        assert not hasattr(estimator, "coef_")
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.fit(X, Y, sample_weight=weights)
+    assert np.all(np.isfinite(estimator.coef_))
+    if solver != "prox-linear":  # the others report a duality gap of the SSVM objective
+        assert np.isfinite(estimator.duality_gap_) and estimator.duality_gap_ >= -1e-9
+    assert isinstance(estimator.gap_certified_, bool)
+
+
+@pytest.mark.parametrize("solver", sorted(SOLVERS))
+def test_grid_path_for_every_solver(solver):
+    """Every solver walks a grid of alpha, warm-started where it declares warm starts."""
+    X, Y = _data("candidates")
+    structure = _structures()["candidates"][0]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = grid_search_path(ESTIMATORS[solver](structure), X, Y, alphas=[0.2, 0.1])
+    assert np.all(np.isfinite(path.coefs_)) and path.coefs_.shape[0] == 2
+
+
+def test_user_guide_table_is_generated():
+    guide = (Path(__file__).parents[1] / "doc" / "user_guide.md").read_text()
+    table = re.search(r"<!-- support table -->\n(.*?)\n<!-- end support table -->", guide,
+                      re.S)
+    assert table is not None, "the user guide has no generated support table"
+    assert table.group(1) == support_table(), "regenerate: capabilities.support_table()"
