@@ -26,13 +26,15 @@ import itertools
 import statistics
 import time
 
+import numpy as np
+
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF
 from sklearn_ssvm.datasets import load_ocr_letters, split_folds
 
 
 def first_check_below(history, rel_gap):
     """The first exact check of a fit with ``gap / primal <= rel_gap``, or None."""
-    return next((h for h in history if "gap" in h and h["gap"] <= rel_gap * h["primal"]), None)
+    return next((h for h in history if h["gap"] <= rel_gap * h["objective"]), None)
 
 
 def main():
@@ -76,9 +78,9 @@ def main():
                     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
                     if tol is None:
                         hit = first_check_below(est.history_, args.rel_gap)
-                        last = hit or [h for h in est.history_ if "gap" in h][-1]
-                        rows.append((last["pass"], last["oracle_calls"] / n, last["time"],
-                                     last["cpu_time"], last["gap"] / last["primal"],
+                        last = hit or [h for h in est.history_ if np.isfinite(h["gap"])][-1]
+                        rows.append((last["iter"], last["oracle_calls"] / n, last["time"],
+                                     last["cpu_time"], last["gap"] / last["objective"],
                                      hit is not None))
                     else:
                         rows.append((est.n_iter_, est.n_oracle_calls_ / n, wall, cpu,

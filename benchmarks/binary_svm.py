@@ -106,7 +106,8 @@ def trace_pragam(X, y, lam, budget):
         return pragam(X, y, lam, fit_intercept=False, tol=0.0, max_iter=k)
     res = run(probe_iterations(run, budget))
     h = res.history
-    return dict(cpu=h["cpu"], J=h["primal"], w=res.coef, lower=float(np.nanmax(h["dual"])))
+    return dict(cpu=h["cpu_time"], J=h["objective"], w=res.coef,
+                lower=float(np.nanmax(h["dual_objective"])))
 
 
 def trace_bmrm(variant):
@@ -115,9 +116,9 @@ def trace_bmrm(variant):
             return bmrm_binary(X, y, lam, variant=variant, tol=0.0, max_iter=k)
         res = run(probe_iterations(run, budget, probe=50 if variant == "ls" else 10,
                                    cap=None if variant == "ls" else 300))
-        return dict(cpu=column(res.history, "cpu_time", "cpu"),
-                    J=column(res.history, "objective", "primal"), w=res.coef,
-                    lower=float(res.lower_bound))
+        return dict(cpu=column(res.history, "cpu_time"),
+                    J=column(res.history, "objective"), w=res.coef,
+                    lower=float(res.dual_objective))
     return trace
 
 

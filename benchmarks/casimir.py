@@ -21,6 +21,8 @@ import argparse
 import json
 from pathlib import Path
 
+import numpy as np
+
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF, SmoothSSVMClassifier
 from sklearn_ssvm.datasets import load_conll2000_chunking
 from sklearn_ssvm.metrics import chunk_f1_score
@@ -103,8 +105,8 @@ def main():
     for name in args.solvers.split(","):
         if name == "bcfw":
             est, fit = run_bcfw(data, alpha, args.epochs, args.seed)
-            history = [dict(epoch=h["pass"], time=h["time"], objective=h["primal"],
-                            gap=h["gap"]) for h in est.history_ if "primal" in h]
+            history = [dict(epoch=h["iter"], time=h["time"], objective=h["objective"],
+                            gap=h["gap"]) for h in est.history_ if np.isfinite(h["gap"])]
             extra = "averaged, exact gap every 5 passes (included in the time)"
         else:
             est, fit = run_smooth(name, data, alpha, args.epochs, args.seed)

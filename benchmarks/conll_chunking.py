@@ -13,6 +13,8 @@ import argparse
 import resource
 from pathlib import Path
 
+import numpy as np
+
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF
 from sklearn_ssvm.datasets import read_conll
 from sklearn_ssvm.feature_extraction import SequenceVectorizer, chunking_token_features
@@ -71,9 +73,9 @@ def main():
     print(f"  test chunk F1 {100 * chunk_f1_score(Y_test, Y_pred):.2f}, token accuracy "
           f"{100 * token_accuracy(Y_test, Y_pred):.2f}%; peak memory {peak_memory_mb():.0f} MB")
     for h in est.history_:
-        if "gap" in h:
-            print(f"    pass {h['pass']:3d}  {h['time']:6.1f} s  gap {h['gap']:.3e}  "
-                  f"primal {h['primal']:.4f}")
+        if np.isfinite(h["gap"]):
+            print(f"    pass {h['iter']:3d}  {h['time']:6.1f} s  gap {h['gap']:.3e}  "
+                  f"primal {h['objective']:.4f}")
 
     if args.crfsuite:
         import sklearn_crfsuite

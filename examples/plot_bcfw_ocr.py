@@ -25,7 +25,7 @@ fig, (ax_pass, ax_time) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
 for averaging in (False, True):
     est = BCFWStructuredSVM(ChainCRF(), max_iter=60, tol=1e-3, gap_check=1,
                             averaging=averaging, random_state=0).fit(X_train, Y_train)
-    passes = [h["pass"] for h in est.history_]
+    passes = [h["iter"] for h in est.history_]
     gaps = [h["gap"] / est.loss_scale_ for h in est.history_]
     times = [h["time"] for h in est.history_]
     error = 100 * (1 - est.score(X_test, Y_test))

@@ -12,6 +12,8 @@ Takes a few minutes.
 import argparse
 import itertools
 
+import numpy as np
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -34,7 +36,7 @@ for sampling, step, cache in itertools.product(["uniform", "gap"], ["fw", "pairw
     est = BCFWStructuredSVM(ChainCRF(normalize_loss=True), alpha=args.alpha,
                             max_iter=args.max_iter, tol=1e-5, gap_check=5, sampling=sampling,
                             step=step, cache=cache, random_state=0).fit(X, Y)
-    checks = [h for h in est.history_ if "gap" in h]
+    checks = [h for h in est.history_ if np.isfinite(h["gap"])]
     label = f"{sampling}, {step}{', cache' if cache else ''}"
     style = dict(color={"fw": "C0", "pairwise": "C3"}[step],
                  linestyle="-" if sampling == "gap" else ":", marker="o" if cache else None,

@@ -44,7 +44,7 @@ for solver in ("pragam", "agm-primal", "agm-dual"):
         warnings.simplefilter("ignore", ConvergenceWarning)
         est = PragamSVC(solver=solver, alpha=alpha, tol=1e-6, max_iter=3000).fit(X, y)
     history = est.history_
-    iterations = history["k"] if isinstance(history, dict) else [h["iter"] for h in history]
+    iterations = history["iter"] if isinstance(history, dict) else [h["iter"] for h in history]
     gaps = history["gap"] if isinstance(history, dict) else [h.get("gap", np.nan)
                                                              for h in history]
     ax.loglog(np.asarray(iterations) + 1, gaps, label=solver)

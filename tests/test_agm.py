@@ -44,15 +44,15 @@ def test_primal_minimises_the_smoothed_objective(memory):
     lam, tol = 1e-2, 1e-6
     n = y.shape[0]
     res = agm(X, y, lam, memory=memory, tol=tol, max_iter=20000)
-    assert res.converged and res.gap <= tol
+    assert res.converged and res.duality_gap <= tol
     fun = smoothed_hinge_objective(X, y, lam, n * tol)
     ref = minimize(fun, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B",
                    options=dict(gtol=1e-12, ftol=1e-15, maxiter=10000))
     assert fun(res.coef)[0] >= ref.fun - 1e-12
     assert fun(res.coef)[0] <= ref.fun + tol
     exact = bmrm_binary(X, y, lam, tol=1e-11, max_iter=5000)
-    assert res.dual <= exact.primal + 1e-10 <= res.primal + 1e-10
-    assert res.primal - exact.primal <= tol
+    assert res.dual_objective <= exact.objective + 1e-10 <= res.objective + 1e-10
+    assert res.objective - exact.objective <= tol
 
 
 @pytest.mark.parametrize("formulation", ["primal", "dual"])
@@ -68,20 +68,20 @@ def test_certificate_is_valid_every_iteration(formulation, fit_intercept):
         w, b = svc.coef_.ravel(), svc.intercept_[0]
         optimum = 0.5 * lam * w @ w + np.maximum(0, 1 - y * (X @ w + b)).mean()
     else:
-        optimum = bmrm_binary(X, y, lam, tol=1e-12, max_iter=5000).primal
+        optimum = bmrm_binary(X, y, lam, tol=1e-12, max_iter=5000).objective
     res = agm(X, y, lam, formulation=formulation, fit_intercept=fit_intercept, tol=tol,
               max_iter=20000)
-    primal = np.array([h["primal"] for h in res.history])
-    dual = np.array([h["dual"] for h in res.history])
+    primal = np.array([h["objective"] for h in res.history])
+    dual = np.array([h["dual_objective"] for h in res.history])
     assert np.all(dual <= optimum + 1e-7) and np.all(primal >= optimum - 1e-7)
-    assert res.converged and abs(res.primal - optimum) <= tol + 1e-7
+    assert res.converged and abs(res.objective - optimum) <= tol + 1e-7
     if formulation == "dual":  # the iterates stay in Q2
         assert np.all(res.dual_coef >= 0) and np.all(res.dual_coef <= 1 / n + 1e-15)
         if fit_intercept:
             assert abs(y @ res.dual_coef) <= 1e-11  # affine combinations: rounding only
     sparse = agm(sp.csr_matrix(X), y, lam, formulation=formulation,
                  fit_intercept=fit_intercept, tol=tol, max_iter=20000)
-    assert sparse.primal == pytest.approx(res.primal, abs=2 * tol)
+    assert sparse.objective == pytest.approx(res.objective, abs=2 * tol)
 
 
 def test_numerical_safety():
@@ -91,14 +91,14 @@ def test_numerical_safety():
     X, y = binary_data(2)
     oracle = HingeDual(X, y, 1e-2, False, mu=1.0)
     res = agm_solve(oracle, tol=0.0, max_iter=3000)
-    assert res.n_iter == 3000 and np.isfinite(res.gap) and res.gap >= -1e-12
+    assert res.n_iter == 3000 and np.isfinite(res.duality_gap) and res.duality_gap >= -1e-12
     for cls, args in ((HingePrimal, (False, 0.05)), (HingeDual, (True,))):
         oracle = cls(X, y, 1e-2, *args)
         reference = agm_solve(oracle, tol=1e-5, max_iter=20000)
         oracle.lipschitz0 *= 1e-8
         res = agm_solve(oracle, memory="1", tol=1e-5, max_iter=20000)
         assert res.history[0]["trials"] > 10
-        assert res.converged and res.primal == pytest.approx(reference.primal, abs=2e-5)
+        assert res.converged and res.objective == pytest.approx(reference.objective, abs=2e-5)
 
 
 def brute_f1(scores, y, mu):
@@ -153,10 +153,10 @@ def test_f1_agm_certificate():
     def objective(w):  # the exact F1 structured hinge by enumeration
         return np.max(loss + psi @ w) + 0.5 * lam * w @ w
 
-    assert res.primal == pytest.approx(objective(res.coef), abs=1e-12)
+    assert res.objective == pytest.approx(objective(res.coef), abs=1e-12)
     optimum = minimize(objective, res.coef, method="Nelder-Mead",
                        options=dict(xatol=1e-10, fatol=1e-12, maxiter=20000)).fun
-    assert res.dual <= optimum + 1e-9 and res.primal - optimum <= 1e-4
+    assert res.dual_objective <= optimum + 1e-9 and res.objective - optimum <= 1e-4
 
 
 @pytest.mark.parametrize("memory", ["inf", "1"])
@@ -183,10 +183,10 @@ def test_structured_entropy_brackets_the_optimum(memory):
     problem = ChainCRF().prepare(X, Y)
     res = agm_structured(problem, alpha, 0.01, memory=memory, tol=1e-2, max_iter=2000)
     assert res.converged
-    primal = np.array([h["primal"] for h in res.history])
-    dual = np.array([h["dual"] for h in res.history])
+    primal = np.array([h["objective"] for h in res.history])
+    dual = np.array([h["dual_objective"] for h in res.history])
     assert np.all(dual <= ref.primal_objective_ + 1e-9)
     assert np.all(primal >= ref.dual_objective_ - 1e-9)
-    assert res.primal - ref.primal_objective_ <= res.gap + 1e-9
+    assert res.objective - ref.primal_objective_ <= res.duality_gap + 1e-9
     with pytest.raises(ValueError, match="mu"):
         agm_structured(problem, alpha, 0.0)

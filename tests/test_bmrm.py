@@ -29,7 +29,7 @@ def test_hadamard_sequence(d, lam):
             np.testing.assert_allclose(res.cuts, h[:T], atol=1e-12)
     res = bundle_method(pieces_oracle(pieces, offsets), np.zeros(d), lam, tol=0.0, max_iter=d,
                         inner_tol=1e-12)
-    np.testing.assert_allclose(_column(res.history, "lower_bound"), -1 / (2 * lam * t),
+    np.testing.assert_allclose(_column(res.history, "dual_objective"), -1 / (2 * lam * t),
                                atol=1e-7)
     np.testing.assert_allclose(_column(res.history, "gap"), 1 / (2 * lam * t), atol=1e-7)
     # history t holds J(w_{t-1}): J(w_0) = 0, then J(w_t) = 1/(2 lam t)
@@ -51,7 +51,7 @@ def test_hadamard_paper_instance_stops_after_two_iterations():
     res = bundle_method(pieces_oracle(pieces, offsets), np.zeros(d), lam, tol=0.0,
                         max_iter=10)
     assert res.n_iter == 2
-    assert res.history[0]["lower_bound"] == pytest.approx(-1 / (2 * lam))
+    assert res.history[0]["dual_objective"] == pytest.approx(-1 / (2 * lam))
     assert res.history[1]["objective"] == pytest.approx(3 / (2 * lam))
     assert res.history[1]["gap"] == pytest.approx(0.0, abs=1e-12)
 
@@ -82,12 +82,12 @@ def test_gap_and_lower_bound(make, variant):
     structure, X, Y = make()
     problem = structure.prepare(X, Y)
     res = bmrm(problem, 0.05, variant=variant, tol=0.0, max_iter=60)
-    gap, lower = _column(res.history, "gap"), _column(res.history, "lower_bound")
+    gap, lower = _column(res.history, "gap"), _column(res.history, "dual_objective")
     best = np.minimum.accumulate(_column(res.history, "objective"))
     assert np.all(gap >= -1e-12)
     assert np.all(np.diff(lower) >= -1e-10)
     np.testing.assert_allclose(gap, best - lower, atol=1e-12)
-    assert res.primal == pytest.approx(0.5 * 0.05 * res.coef @ res.coef
+    assert res.objective == pytest.approx(0.5 * 0.05 * res.coef @ res.coef
                                        + problem.hinge_losses(res.coef).mean(), abs=1e-12)
 
 
@@ -123,15 +123,15 @@ def test_binary_agrees_with_structure_and_liblinear():
     np.testing.assert_allclose(sparse.coef, dense.coef, atol=1e-6)
     problem = BinarySVM().prepare(X, y)
     structured = bmrm(problem, lam, tol=1e-9, max_iter=2000)
-    assert structured.primal == pytest.approx(dense.primal, abs=2e-9)
+    assert structured.objective == pytest.approx(dense.objective, abs=2e-9)
     svc = LinearSVC(loss="hinge", C=1 / (lam * len(y)), fit_intercept=False, tol=1e-10,
                     max_iter=200000).fit(X, y)
     w = svc.coef_.ravel()
     reference = 0.5 * lam * w @ w + np.maximum(0, 1 - y * (X @ w)).mean()
-    assert dense.lower_bound <= reference + 1e-12
-    assert dense.primal <= reference + 1e-9
+    assert dense.dual_objective <= reference + 1e-12
+    assert dense.objective <= reference + 1e-9
     ls = bmrm_binary(X, y, lam, variant="ls", tol=1e-3, max_iter=5000)
-    assert ls.converged and ls.primal - dense.primal <= 1e-3 + 1e-9
+    assert ls.converged and ls.objective - dense.objective <= 1e-3 + 1e-9
 
 
 def test_estimator_warm_start_reuses_the_bundle():

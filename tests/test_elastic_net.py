@@ -26,9 +26,9 @@ def test_agm_reaches_the_elastic_net_optimum_with_a_certified_gap():
     res = agm_structured(problem, ElasticNet.from_alpha(0.2, 0.5), 1e-6, tol=1e-7,
                          max_iter=20000)
     # the entropy smoothing biases the minimiser by at most mu log |Y|: within 1e-6 here
-    assert res.primal - p_star <= res.gap + 1e-9
-    assert res.primal - p_star <= 1e-6
-    assert res.dual <= p_star + 1e-9
+    assert res.objective - p_star <= res.duality_gap + 1e-9
+    assert res.objective - p_star <= 1e-6
+    assert res.dual_objective <= p_star + 1e-9
     np.testing.assert_allclose(res.coef, w_star, atol=1e-3)
 
 
@@ -38,7 +38,7 @@ def test_agm_at_l1_ratio_zero_is_the_l2_run():
     problem = ChainCRF().prepare(X, Y)
     a = agm_structured(problem, 0.1, 0.05, tol=0.0, max_iter=30)
     b = agm_structured(problem, ElasticNet.from_alpha(0.1, 0.0), 0.05, tol=0.0, max_iter=30)
-    assert np.array_equal(a.coef, b.coef) and a.gap == b.gap
+    assert np.array_equal(a.coef, b.coef) and a.duality_gap == b.duality_gap
 
 
 @pytest.mark.parametrize("bad", [1.0, -0.5, 2])

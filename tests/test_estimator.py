@@ -41,7 +41,7 @@ def test_public_api_and_fitted_attributes(data):
     assert est.structure_.loss(Y[0], Y[0]) == 0
     assert 0 <= est.score(X, Y) <= 1
     assert est.n_features_in_ == 4
-    assert {"pass", "oracle_calls", "time"} <= set(est.history_[0])
+    assert {"iter", "oracle_calls", "time"} <= set(est.history_[0])
 
 
 def test_clone_pickle_params(data):

@@ -146,7 +146,7 @@ def test_gap_is_certified_and_within_the_bound_every_iteration(sparse, fit_inter
     if fit_intercept:
         assert abs(y @ a) <= 1e-12
     J, b = primal_objective(X, y, res.coef, alpha, fit_intercept)
-    assert np.isclose(J, res.primal, rtol=1e-10) and np.isclose(b, res.intercept, atol=1e-10)
+    assert np.isclose(J, res.objective, rtol=1e-10) and np.isclose(b, res.intercept, atol=1e-10)
 
 
 def test_no_bias_objective_matches_liblinear():
@@ -157,8 +157,8 @@ def test_no_bias_objective_matches_liblinear():
     svc = LinearSVC(loss="hinge", C=1.0 / (alpha * n), fit_intercept=False, tol=1e-12,
                     max_iter=1_000_000, random_state=0).fit(X, y)
     J_svc, _ = primal_objective(X, y, svc.coef_.ravel(), alpha, False)
-    assert abs(res.primal - J_svc) <= 1e-6 * J_svc
-    assert res.dual <= J_svc + 1e-12  # weak duality across solvers
+    assert abs(res.objective - J_svc) <= 1e-6 * J_svc
+    assert res.dual_objective <= J_svc + 1e-12  # weak duality across solvers
 
 
 def test_bias_objective_matches_libsvm():
@@ -169,8 +169,8 @@ def test_bias_objective_matches_libsvm():
     assert res.converged
     svc = SVC(kernel="linear", C=1.0 / (alpha * n), tol=1e-10).fit(X, y)
     J_svc, b_exact = primal_objective(X, y, svc.coef_.ravel(), alpha, True)
-    assert abs(res.primal - J_svc) <= 1e-6 * J_svc
-    assert res.dual <= J_svc + 1e-12
+    assert abs(res.objective - J_svc) <= 1e-6 * J_svc
+    assert res.dual_objective <= J_svc + 1e-12
     assert abs(res.intercept - b_exact) <= 1e-3
 
 

@@ -411,14 +411,14 @@ def test_warmup_is_sgd_epochs_then_the_solver_from_their_point(solver):
     rest = run(problem, 0.1, sm, learning_rate=0.05, max_iter=3, init=first.coef,
                random_state=stream)
     np.testing.assert_allclose(warm.coef, rest.coef, rtol=1e-12, atol=1e-12)
-    assert [r["epoch"] for r in warm.history] == [1, 2, 3, 4, 5]
+    assert [r["iter"] for r in warm.history] == [1, 2, 3, 4, 5]
     assert [r["oracle_calls"] for r in warm.history] == [n, 2 * n, 4 * n, 6 * n, 8 * n]
     assert warm.n_oracle_calls == 8 * n and warm.n_iter == 5
     np.testing.assert_allclose([r["objective"] for r in warm.history],
                                [r["objective"] for r in first.history + rest.history])
     assert np.isnan(warm.history[1]["gap"]) and np.isfinite(warm.history[2]["gap"])
     only = run(problem, 0.1, sm, learning_rate=0.05, max_iter=1, warmup=3, random_state=0)
-    assert only.n_iter == 1 and np.isnan(only.gap)
+    assert only.n_iter == 1 and np.isnan(only.duality_gap)
     with pytest.raises(ValueError, match="warmup"):
         run(problem, 0.1, sm, learning_rate=0.05, max_iter=2, warmup=-1)
 

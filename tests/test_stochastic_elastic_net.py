@@ -295,8 +295,8 @@ def test_casimir_certifies_the_nonsmooth_elastic_net_optimum(tiny):
                               random_state=0)
     for record in res.history:
         assert record["gap"] >= record["objective"] - p_star - 1e-9
-    assert res.objective - p_star < 1e-3 and res.gap < 1e-3
-    assert res.gap < 1e-4 * res.history[0]["gap"]
+    assert res.objective - p_star < 1e-3 and res.duality_gap < 1e-3
+    assert res.duality_gap < 1e-4 * res.history[0]["gap"]
     assert np.abs(res.coef[np.abs(w_qp) < 1e-9]).max() < 1e-3
     np.testing.assert_allclose(res.coef, w_qp, atol=0.05)
 

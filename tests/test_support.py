@@ -91,3 +91,57 @@ def test_user_guide_table_is_generated():
                       re.S)
     assert table is not None, "the user guide has no generated support table"
     assert table.group(1) == support_table(), "regenerate: capabilities.support_table()"
+
+
+def _solver_runs():
+    """Every solver called directly on small data: ``{name: () -> result}``."""
+    from sklearn_ssvm import ChainCRF
+    from sklearn_ssvm.solvers import agm, bcfw, bmrm, pragam, smooth
+    from sklearn_ssvm.structures.base import smoothing_code
+
+    X, Y = _data("chain")
+    problem = ChainCRF().prepare(X, Y)
+    l2 = smooth.Smoothing(*smoothing_code("l2", 5, problem.kind), 0.1)
+    rng = np.random.default_rng(0)
+    Xb = rng.normal(size=(30, 3))
+    yb = np.where(Xb[:, 0] + 0.3 * rng.normal(size=30) > 0, 1.0, -1.0)
+    stochastic = dict(learning_rate=0.1, max_iter=3, random_state=0)
+    return {
+        "bcfw": lambda: bcfw.bcfw(problem, 0.1, max_iter=3, random_state=0),
+        "bmrm": lambda: bmrm.bmrm(problem, 0.1, max_iter=3),
+        "svrg": lambda: smooth.svrg(problem, 0.1, l2, **stochastic),
+        "sgd": lambda: smooth.sgd(problem, 0.1, l2, **stochastic),
+        "casimir-svrg": lambda: smooth.casimir_svrg(problem, 0.1, l2, **stochastic),
+        "agm": lambda: agm.agm_structured(problem, 0.1, 0.1, max_iter=3),
+        "agm-binary": lambda: agm.agm(Xb, yb, 0.1, max_iter=5),
+        "pragam": lambda: pragam.pragam(Xb, yb, 0.1, max_iter=5),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_solver_runs()))
+def test_every_solver_returns_one_shape(name):
+    """One result shape: a ``SolverResult`` whose history has the common columns."""
+    from sklearn_ssvm.solvers.result import HISTORY_COLUMNS, SolverResult
+
+    result = _solver_runs()[name]()
+    assert isinstance(result, SolverResult)
+    assert np.all(np.isfinite(result.coef)) and result.n_iter >= 1
+    assert result.gap_certified == (result.gap_reason == "")
+    history = result.history
+    columns = set(history) if isinstance(history, dict) else set(history[-1])
+    assert set(HISTORY_COLUMNS) <= columns
+    last = {k: np.asarray(v)[-1] for k, v in history.items()} if isinstance(history, dict) \
+        else history[-1]
+    assert last["iter"] == result.n_iter
+
+
+def test_prox_linear_history_has_the_common_columns():
+    from sklearn_ssvm.solvers.result import HISTORY_COLUMNS
+
+    X, Y = _data("candidates")
+    est = ESTIMATORS["prox-linear"](_structures()["candidates"][0]())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, Y)
+    assert all(set(HISTORY_COLUMNS) <= set(record) for record in est.history_)
+    assert np.isnan(est.duality_gap_)

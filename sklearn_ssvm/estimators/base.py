@@ -182,6 +182,14 @@ class StructuredEstimator(BaseEstimator):
             warn_interrupted(self)
         return self
 
+    @staticmethod
+    def _fitted(result, **extra):
+        """The fitted attributes every estimator reads the same way from a solver's
+        :class:`~sklearn_ssvm.solvers.result.SolverResult`, and ``extra`` (the estimator's
+        own names)."""
+        return dict(coef_=result.coef, n_iter_=result.n_iter, duality_gap_=result.duality_gap,
+                    converged_=result.converged, history_=result.history, **extra)
+
     def _warm_start_from(self, fit, source, problem, target=None, target_problem=None):
         """What a fit on ``target_problem = problem.subset(target)`` (all of ``problem`` when
         None) warm-starts from, given ``fit``, a fit of this estimator on

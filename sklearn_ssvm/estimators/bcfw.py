@@ -141,8 +141,11 @@ class BCFWStructuredSVM(StructuredEstimator):
         Graph structures: the oracle calls of the fit by oracle name (``inference="auto"``
         says here which ran); None for the compiled structures.
     history_ : list of dict
-        Per pass: ``pass``, ``oracle_calls``, ``time``, ``cpu_time``, ``gap_estimate`` (sum of
-        stale block gaps) and, at exact checks, ``primal``, ``dual``, ``gap``.
+        Per pass, the columns every solver's history has
+        (:data:`~sklearn_ssvm.solvers.result.HISTORY_COLUMNS`: ``iter``, ``objective``,
+        ``dual_objective``, ``gap``, ``oracle_calls``, ``time``, ``cpu_time``; the first
+        three NaN on passes without an exact check), ``cache_hits`` and ``gap_estimate`` (sum of
+        stale block gaps).
     dual_state_ : DualState or None
         Label-space dual state of the last iterate, which ``warm_start`` continues from
         (``n_tokens x n_labels`` plus ``n_samples x n_labels^2`` floats, often more than
@@ -229,13 +232,10 @@ class BCFWStructuredSVM(StructuredEstimator):
                       averaging=self.averaging,
                       random_state=seed, init=init, init_active_sets=atoms,
                       n_jobs=self.n_jobs, verbose=self.verbose)
-        cert = result.certificate
-        return dict(_data_key=data_key, coef_=result.coef, n_iter_=result.n_iter,
-                    n_oracle_calls_=result.n_oracle_calls, duality_gap_=cert.gap,
-                    primal_objective_=cert.primal, dual_objective_=cert.dual,
-                    converged_=result.converged, history_=result.history,
-                    n_cache_hits_=result.n_cache_hits,
-                    **self._dual(result))
+        return self._fitted(result, _data_key=data_key, n_oracle_calls_=result.n_oracle_calls,
+                            primal_objective_=result.objective,
+                            dual_objective_=result.dual_objective,
+                            n_cache_hits_=result.n_cache_hits, **self._dual(result))
 
     def _warm_start_from(self, fit, source, problem, target=None, target_problem=None):
         """A fitted estimator holding ``fit``'s dual blocks (a fit on ``problem.subset(

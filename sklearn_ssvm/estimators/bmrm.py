@@ -77,8 +77,10 @@ class BMRMStructuredSVM(StructuredEstimator):
         Graph structures: the oracle calls of the fit by oracle name (``inference="auto"``
         says here which ran); None for the compiled structures.
     history_ : list of dict
-        Per iteration ``t``: ``iter``, ``objective`` (``J`` at the point of the ``t``-th cut,
-        ``w_{t-1}``), ``lower_bound``, ``gap``, ``time``, ``cpu_time``.
+        Per iteration ``t``, the columns every solver's history has
+        (:data:`~sklearn_ssvm.solvers.result.HISTORY_COLUMNS`): ``iter``, ``objective`` (``J``
+        at the point of the ``t``-th cut, ``w_{t-1}``), ``dual_objective`` (the model's lower
+        bound), ``gap``, ``oracle_calls`` (cuts), ``time``, ``cpu_time``.
     bundle_ : tuple of ndarray
         ``(cuts, offsets)`` of the model (ls-bmrm: the aggregated cut), for ``warm_start``.
     """
@@ -118,8 +120,6 @@ class BMRMStructuredSVM(StructuredEstimator):
         result = bmrm(problem, alpha, variant=self.variant, tol=self.tol * loss_scale,
                       max_iter=self.max_iter, init=init, cuts=cuts, offsets=offsets,
                       n_jobs=self.n_jobs, verbose=self.verbose)
-        return dict(_data_key=data_key, coef_=result.coef, n_iter_=result.n_iter,
-                    duality_gap_=result.gap, primal_objective_=result.primal,
-                    lower_bound_=result.lower_bound,
-                    converged_=result.converged, history_=result.history,
-                    bundle_=(result.cuts, result.offsets))
+        return self._fitted(result, _data_key=data_key, primal_objective_=result.objective,
+                            lower_bound_=result.dual_objective,
+                            bundle_=(result.cuts, result.offsets))

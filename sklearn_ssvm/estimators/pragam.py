@@ -90,8 +90,9 @@ class PragamSVC(ClassifierMixin, BaseEstimator):
     n_iter_ : int
         Largest iteration count over the binary problems.
     history_ : dict, or list of dicts (one per class)
-        The solver's per-iteration record (for PRAGAM: arrays ``k``, ``primal``, ``dual``,
-        ``gap``, ``bound`` of spec 003 eq. (26), ``wall``, ``cpu``; see
+        The solver's per-iteration record with the columns every solver's history has
+        (:data:`~sklearn_ssvm.solvers.result.HISTORY_COLUMNS`); PRAGAM's is columnar (arrays,
+        and ``bound`` of spec 003 eq. (26); see
         :class:`~sklearn_ssvm.solvers.pragam.PragamResult`).
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -183,7 +184,7 @@ class PragamSVC(ClassifierMixin, BaseEstimator):
                 and self._duals.shape[1] == X.shape[0])
         results = [solve(X, np.where(y == c, 1.0, -1.0), self._duals[j] if warm else None)
                    for j, c in enumerate(positives)]
-        gaps = np.array([r.gap for r in results])
+        gaps = np.array([r.duality_gap for r in results])
         if np.any(~(gaps <= self.tol)) and not stop_requested():
             warnings.warn(f"{self.solver} did not reach the duality gap tol={self.tol} in "
                           f"max_iter={self.max_iter} iterations (largest gap {np.max(gaps):.3g});"
@@ -193,7 +194,7 @@ class PragamSVC(ClassifierMixin, BaseEstimator):
         self.coef_ = np.vstack([r.coef for r in results]) / scale
         self.intercept_ = np.array([float(r.intercept) for r in results])
         self.duality_gap_ = float(gaps[0]) if binary else gaps
-        objectives = np.array([getattr(r, "primal", np.nan) for r in results])
+        objectives = np.array([r.objective for r in results])
         self.objective_ = float(objectives[0]) if binary else objectives
         self.n_iter_ = int(max(r.n_iter for r in results))
         self.history_ = results[0].history if binary else [r.history for r in results]

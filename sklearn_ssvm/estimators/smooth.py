@@ -210,8 +210,9 @@ class SmoothSSVMClassifier(StructuredEstimator):
         Graph structures: the oracle calls of the fit by oracle name (``inference="auto"``
         says here which ran); None for the compiled structures.
     history_ : list of dict
-        Per epoch: ``epoch, time, cpu_time, oracle_calls, objective, gap, mu`` (time excludes
-        the evaluations), and ``validation_score`` with early stopping.
+        Per epoch, the columns every solver's history has
+        (:data:`~sklearn_ssvm.solvers.result.HISTORY_COLUMNS`: ``iter`` is the epoch, time
+        excludes the evaluations), ``mu``, and ``validation_score`` with early stopping.
     validation_scores_ : list of float or None
         With early stopping, the held-out score of every epoch; ``objective_``,
         ``duality_gap_`` and ``coef_`` are then the best epoch's (on the examples trained
@@ -476,10 +477,9 @@ class SmoothSSVMClassifier(StructuredEstimator):
             learning_rate = self._search_learning_rate(problem, penalty, smoothing, rng, tol)
         result = self._run(problem, penalty, smoothing, learning_rate, self.max_iter, init,
                            rng.integers(2**31), self.verbose, tol, callback)
-        fitted = dict(coef_=result.coef, learning_rate_=learning_rate, n_iter_=result.n_iter,
-                      n_oracle_calls_=result.n_oracle_calls, objective_=result.objective,
-                      duality_gap_=result.gap, converged_=result.converged,
-                      history_=result.history, feature_map_=None)
+        fitted = self._fitted(result, learning_rate_=learning_rate,
+                              n_oracle_calls_=result.n_oracle_calls,
+                              objective_=result.objective, feature_map_=None)
         if tracker is not None:  # the best epoch's model
             best = result.history[tracker.best_epoch - 1]
             fitted.update(coef_=tracker.best_coef, objective_=best["objective"],
@@ -505,10 +505,9 @@ class SmoothSSVMClassifier(StructuredEstimator):
         result = agm_structured(problem, penalty, self.mu * loss_scale,
                                 tol=self.tol * loss_scale, max_iter=self.max_iter,
                                 n_jobs=self.n_jobs, verbose=self.verbose)
-        return dict(coef_=result.coef, learning_rate_=np.nan, n_iter_=result.n_iter,
-                    n_oracle_calls_=result.n_iter * problem.n_samples,
-                    objective_=result.primal, duality_gap_=result.gap,
-                    converged_=result.converged, history_=result.history, feature_map_=None)
+        return self._fitted(result, learning_rate_=np.nan,
+                            n_oracle_calls_=result.n_iter * problem.n_samples,
+                            objective_=result.objective, feature_map_=None)
 
     def _solve_nonlinear(self, problem, alpha, previous, callback, loss_scale, X, losses):
         if not isinstance(self.structure, CandidateSet):
@@ -538,10 +537,10 @@ class SmoothSSVMClassifier(StructuredEstimator):
             inner_tol=None if self.inner_tol is None else self.inner_tol * loss_scale,
             max_iter=self.max_iter, init=w0, random_state=rng.integers(2**31),
             n_jobs=self.n_jobs, verbose=self.verbose, callback=callback)
-        return dict(coef_=result.coef, learning_rate_=learning_rate, n_iter_=result.n_iter,
-                    n_oracle_calls_=result.n_oracle_calls, objective_=result.objective,
-                    duality_gap_=np.nan, converged_=result.converged,
-                    history_=result.history, feature_map_=clone(self.feature_map))
+        return self._fitted(result, learning_rate_=learning_rate,
+                            n_oracle_calls_=result.n_oracle_calls,
+                            objective_=result.objective,
+                            feature_map_=clone(self.feature_map))
 
     def predict(self, X):
         """Predict the best output of each example.

@@ -36,6 +36,7 @@ from .._kernels.smoothed import ENTROPY
 from ..penalties import ElasticNet, as_penalty
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 from .pragam import LIPSCHITZ_FLOOR, sigma_max_sq
+from .result import SolverResult, history_record
 from .smooth import Smoothing, full_gradient
 
 MEMORIES = ("inf", "1")
@@ -50,46 +51,29 @@ MAX_TRIALS = 60
 IMAGE_REFRESH = 50
 
 
-@dataclass
-class AGMResult:
-    """What the AGM solvers return.
+@dataclass(kw_only=True)
+class AGMResult(SolverResult):
+    """What the AGM solvers return: a :class:`~sklearn_ssvm.solvers.result.SolverResult` at the
+    best certificate, ``objective`` ``J(coef)`` and ``dual_objective`` ``D(dual_coef)``, whose
+    difference bounds ``J(coef) - min J``; ``coef`` is the iterate ``x_k`` in the primal, the
+    averaged ``w(u)`` in the dual formulation. ``n_oracle_calls`` counts the trial steps (one
+    oracle evaluation each).
 
     Attributes
     ----------
-    coef : ndarray
-        The primal point of the best certificate (the iterate ``x_k`` in the primal, the
-        averaged ``w(u)`` in the dual formulation).
-    intercept : float
-        Its optimal bias (0 without one).
     dual_coef : ndarray or None
         The dual point of the best certificate: ``alpha`` in ``[0, 1/n]^n`` for the binary
         hinge, the averaged residuals for elastic net; None for structures and F1, whose dual
         lives on all outputs (only its linear statistics are kept).
-    primal, dual : float
-        ``J(coef)`` and ``D(dual_coef)``.
-    gap : float
-        ``primal - dual >= J(coef) - min J``.
-    n_iter : int
-    converged : bool
-        Whether ``gap <= tol``.
     lipschitz : float
         The last accepted Lipschitz estimate.
-    history : list of dict
-        Per iteration: ``iter``, ``objective`` (the smoothed objective AGM minimises at
-        ``x_k``), ``primal``, ``dual``, ``gap`` (best so far), ``lipschitz``, ``trials``,
-        ``time``, ``cpu_time``.
+
+    History records add ``smoothed_objective`` (the smoothed objective AGM minimises at
+    ``x_k``), ``lipschitz`` and ``trials``; ``gap`` is the best so far.
     """
 
-    coef: np.ndarray
-    intercept: float
     dual_coef: object
-    primal: float
-    dual: float
-    gap: float
-    n_iter: int
-    converged: bool
     lipschitz: float
-    history: list
 
 
 @dataclass
@@ -229,6 +213,7 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
     clock = Clock()
     history = []
     gap = np.inf
+    calls = 0
     converged = False
     # the vector operations are level-1 BLAS on n or d floats: a second BLAS thread only spins
     # (and on a busy machine waits), which doubled the CPU time on a9a
@@ -247,7 +232,9 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
             if k % IMAGE_REFRESH == 0:  # affine updates accumulate rounding: start afresh
                 image_x, image_z = oracle.image(x), oracle.image(z)
             by_avg = _average(by_avg, trial.by, trial.theta)
-            record = dict(iter=k, objective=trial.value, lipschitz=L, trials=trials)
+            calls += trials
+            record = history_record(iter=k, smoothed_objective=trial.value, lipschitz=L,
+                                    trials=trials, oracle_calls=calls)
             if k % check_every == 0 or k == max_iter:
                 primal, dual, coef, intercept, dual_coef = oracle.certificate(x, trial.info,
                                                                               by_avg)
@@ -256,7 +243,7 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
                 if dual > best["dual"]:
                     best.update(dual=dual, dual_coef=dual_coef)
                 gap = best["primal"] - best["dual"]
-                record.update(primal=primal, dual=dual, gap=gap)
+                record.update(objective=primal, dual_objective=dual, gap=gap)
                 converged = gap <= tol
                 bar.set_postfix(gap=f"{gap:.2e}")
                 bar.log(f"iteration {k}", primal=primal, dual=dual, gap=gap)
@@ -274,9 +261,9 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
                     dual_coef=dual_coef)
         gap = primal - dual
     return AGMResult(coef=best["coef"], intercept=best["intercept"],
-                     dual_coef=best["dual_coef"], primal=best["primal"], dual=best["dual"],
-                     gap=gap, n_iter=len(history), converged=converged, lipschitz=L,
-                     history=history)
+                     dual_coef=best["dual_coef"], objective=best["primal"],
+                     dual_objective=best["dual"], duality_gap=gap, n_iter=len(history),
+                     n_oracle_calls=calls, converged=converged, lipschitz=L, history=history)
 
 
 # -- binary hinge ---------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from . import capabilities
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 from ._common import dense_oracles as _dense
 from .bcfw_dense import dense_pass, dense_state_from_atoms
+from .result import SolverResult, history_record
 
 #: early exact check when the stale block-gap estimates sum below this fraction of tol
 #: (spec 002 §3.2, the reference code's heuristic exit)
@@ -336,19 +337,20 @@ def certificate(problem, state, v, penalty, box=None):
     return Certificate(primal, dual, block_gaps.sum(), block_gaps, w)
 
 
-@dataclass
-class BCFWResult:
-    coef: np.ndarray
+@dataclass(kw_only=True)
+class BCFWResult(SolverResult):
+    """BCFW's :class:`~sklearn_ssvm.solvers.result.SolverResult`, with what a warm start
+    continues from: the dual ``state`` (and ``certified_state``, the averaged one when
+    averaging), the ``active_sets``, the blocks' ``gap_estimates``, the last ``certificate``
+    (None when none was made) and ``n_cache_hits``. History records add ``cache_hits`` and
+    ``gap_estimate`` (the sum of the blocks' estimates)."""
+
     state: DualState
     certificate: Certificate
     certified_state: DualState
     active_sets: ActiveSets
     gap_estimates: np.ndarray
-    n_iter: int
-    n_oracle_calls: int
     n_cache_hits: int
-    converged: bool
-    history: list
 
 
 def _resync(problem, step, atoms, state, penalty, box, coef, scored):
@@ -564,8 +566,8 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
             steps += done
             hits += pass_hits
             calls += done - pass_hits
-            record = {"pass": it, "oracle_calls": calls, "cache_hits": hits,
-                      "gap_estimate": estimates.sum()}
+            record = history_record(iter=it, oracle_calls=calls, cache_hits=hits,
+                                    gap_estimate=estimates.sum())
             if not certify and estimates.sum() <= tol:  # +inf while a block is unvisited
                 _resync(problem, step, atoms, state, penalty, box, coef, clipped)
                 converged = True
@@ -587,8 +589,8 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
                 calls += n
                 if not averaging:  # exact gaps of the current iterate: fresh estimates
                     estimates[:] = cert.block_gaps
-                record.update(oracle_calls=calls, primal=cert.primal, dual=cert.dual,
-                              gap=cert.gap)
+                record.update(oracle_calls=calls, objective=cert.primal,
+                              dual_objective=cert.dual, gap=cert.gap)
                 converged = cert.gap <= tol
                 bar.set_postfix(gap=f"{cert.gap:.2e}")
                 bar.log(f"pass {it}", primal=cert.primal, dual=cert.dual, gap=cert.gap)
@@ -601,7 +603,16 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
         returned = clipped.copy()
     else:
         returned = cert.coef.copy()
-    return BCFWResult(coef=returned, state=state, certificate=cert,
+    reason = ""
+    if cert is None or (not certify and converged):
+        reason = "the blocks' gap estimates stopped the run, no exact pass certified it"
+    elif not getattr(problem, "certified", True):
+        reason = "an approximate oracle ran: the primal compares its (too low) maxima"
+    nan = np.nan
+    return BCFWResult(coef=returned, objective=cert.primal if cert else nan,
+                      dual_objective=cert.dual if cert else nan,
+                      duality_gap=cert.gap if cert else nan, gap_certified=not reason,
+                      gap_reason=reason, state=state, certificate=cert,
                       certified_state=certified, active_sets=atoms,
                       gap_estimates=estimates, n_iter=it,
                       n_oracle_calls=calls, n_cache_hits=hits, converged=converged,

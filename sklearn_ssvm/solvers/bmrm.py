@@ -17,45 +17,30 @@ from .._kernels.bundle import simplex_qp
 from .._kernels.smoothed import NONE
 from . import capabilities
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
+from .result import SolverResult, history_record
 from .smooth import Smoothing, full_gradient
 
 VARIANTS = ("qp", "ls")
 
 
-@dataclass
-class BMRMResult:
-    """Outcome of a bundle method.
+@dataclass(kw_only=True)
+class BMRMResult(SolverResult):
+    """A bundle method's :class:`~sklearn_ssvm.solvers.result.SolverResult`.
+
+    ``coef`` is the best iterate found, ``argmin_t J(w_t)``, the one the gap certifies;
+    ``objective`` is ``J(coef)``, ``dual_objective`` the last model's value ``J_t(w_t) <= min J``
+    and ``duality_gap`` their difference; ``n_iter`` and ``n_oracle_calls`` count the cuts (one
+    risk evaluation each). History records: ``objective`` is ``J(w_{t-1})``, where the cut was
+    taken, ``dual_objective`` ``J_t(w_t)``, ``gap`` ``eps_t``.
 
     Attributes
     ----------
-    coef : ndarray
-        The best iterate found, ``argmin_t J(w_t)``: the one the gap certifies.
-    primal : float
-        ``J(coef)``.
-    lower_bound : float
-        The last model dual value ``J_t(w_t) <= min J``.
-    gap : float
-        ``primal - lower_bound >= J(coef) - min J``.
-    n_iter : int
-        Oracle calls (one cut each).
-    converged : bool
-        Whether ``gap <= tol``.
-    history : list of dict
-        Per iteration ``t``: ``iter``, ``objective`` (``J(w_{t-1})``, where the cut was taken),
-        ``lower_bound`` (``J_t(w_t)``), ``gap`` (``eps_t``), ``time``, ``cpu_time``.
     cuts, offsets : ndarray
         The bundle (rows ``a_i`` and offsets ``b_i``; ls-bmrm keeps its aggregated cut only).
         Every cut lower-bounds ``R_emp`` whatever ``alpha``, so a later run on the same data
         can start from it.
     """
 
-    coef: np.ndarray
-    primal: float
-    lower_bound: float
-    gap: float
-    n_iter: int
-    converged: bool
-    history: list
     cuts: np.ndarray
     offsets: np.ndarray
 
@@ -207,8 +192,9 @@ def bundle_method(oracle, coef0, alpha, *, variant="qp", tol=1e-3, max_iter=1000
                 1e-13 * max(1.0, abs(best_J)))
             w, lower = model.add(np.asarray(a, dtype=float), float(b), accuracy)
             gap = best_J - lower
-            history.append(dict(iter=t, objective=J, lower_bound=lower, gap=gap,
-                                time=clock.wall(), cpu_time=clock.cpu()))
+            history.append(history_record(iter=t, objective=J, dual_objective=lower, gap=gap,
+                                          oracle_calls=t, time=clock.wall(),
+                                          cpu_time=clock.cpu()))
             bar.set_postfix(gap=f"{gap:.2e}")
             bar.log(f"iteration {t}", objective=J, lower_bound=lower, gap=gap)
             bar.update()
@@ -218,8 +204,9 @@ def bundle_method(oracle, coef0, alpha, *, variant="qp", tol=1e-3, max_iter=1000
             if stop_requested():  # Ctrl-C: the best iterate so far, its bound
                 break
     cuts, offsets = model.bundle()
-    return BMRMResult(coef=best_w.copy(), primal=best_J, lower_bound=lower, gap=gap, n_iter=t,
-                      converged=converged, history=history, cuts=cuts, offsets=offsets)
+    return BMRMResult(coef=best_w.copy(), objective=best_J, dual_objective=lower,
+                      duality_gap=gap, n_iter=t, n_oracle_calls=t, converged=converged,
+                      history=history, cuts=cuts, offsets=offsets)
 
 
 def structured_oracle(problem):

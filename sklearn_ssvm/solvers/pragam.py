@@ -21,6 +21,7 @@ import numpy as np
 from .._kernels.pragam import (DUAL, GAP, N_HIST, PRIMAL, hinge_objective, min_bias_interval,
                                pragam_chunk, pragam_start, project_q2_into)
 from ._common import Clock, ProgressBar, stop_requested
+from .result import SolverResult
 
 #: factor on the power-iteration estimate of sigma_max(X)^2: the Rayleigh quotient approaches
 #: it from below, and an underestimated L voids the bound of eq. (26) (spec 003 §2.4)
@@ -87,24 +88,20 @@ def primal_objective(X, y, coef, alpha, fit_intercept):
                            float(coef @ coef), alpha, fit_intercept, np.empty_like(margins))
 
 
-@dataclass
-class PragamResult:
-    """What :func:`pragam` returns.
+@dataclass(kw_only=True)
+class PragamResult(SolverResult):
+    """What :func:`pragam` returns: a :class:`~sklearn_ssvm.solvers.result.SolverResult` with
+    the dual point ``dual_coef`` (``a_k``) and the Lipschitz constant ``lipschitz``.
 
-    ``history`` maps names to arrays with one entry per iteration ``k = 0, 1, ..., n_iter``:
-    ``k``, ``primal`` ``J(w_k)``, ``dual`` ``D(a_k)`` and ``gap`` (NaN on iterations where the
-    dual was not evaluated), ``bound`` ``4 L D2/((k+1)(k+2))`` of eq. (26) and ``wall``/``cpu``
-    seconds since the start (interpolated within each call of the compiled loop).
+    ``history`` is columnar, as the compiled loop records every iteration: a dict mapping the
+    :data:`~sklearn_ssvm.solvers.result.HISTORY_COLUMNS` to arrays with one entry per
+    iteration ``k = 0, 1, ..., n_iter`` (``objective`` ``J(w_k)``, ``dual_objective``
+    ``D(a_k)`` and ``gap``, NaN on iterations where the dual was not evaluated;
+    ``oracle_calls`` ``(k + 1) n``; ``time``/``cpu_time`` seconds since the start, interpolated
+    within each call of the compiled loop), and ``bound``, ``4 L D2/((k+1)(k+2))`` of eq. (26).
     """
 
-    coef: np.ndarray
-    intercept: float
     dual_coef: np.ndarray
-    primal: float
-    dual: float
-    gap: float
-    n_iter: int
-    converged: bool
     lipschitz: float
     history: dict
 
@@ -187,12 +184,14 @@ def pragam(X, y, alpha, *, fit_intercept=False, tol=1e-6, max_iter=1000, verbose
     table = np.vstack(rows)
     iters = np.arange(last + 1)
     # eq. (26) with D2 = max_{Q2} d2 = 1/(2n) and sigma2 = 1
-    history = dict(k=iters, primal=table[:, PRIMAL], dual=table[:, DUAL], gap=table[:, GAP],
-                   bound=2.0 * L / (n * (iters + 1.0) * (iters + 2.0)),
-                   wall=np.concatenate(walls), cpu=np.concatenate(cpus))
-    return PragamResult(coef=w, intercept=intercept, dual_coef=a, primal=table[-1, PRIMAL],
-                        dual=table[-1, DUAL], gap=table[-1, GAP], n_iter=last,
-                        converged=status == 1, lipschitz=L, history=history)
+    history = dict(iter=iters, objective=table[:, PRIMAL], dual_objective=table[:, DUAL],
+                   gap=table[:, GAP], oracle_calls=(iters + 1) * n,
+                   time=np.concatenate(walls), cpu_time=np.concatenate(cpus),
+                   bound=2.0 * L / (n * (iters + 1.0) * (iters + 2.0)))
+    return PragamResult(coef=w, intercept=intercept, dual_coef=a, objective=table[-1, PRIMAL],
+                        dual_objective=table[-1, DUAL], duality_gap=table[-1, GAP],
+                        n_iter=last, n_oracle_calls=(last + 1) * n, converged=status == 1,
+                        lipschitz=L, history=history)
 
 
 def _kernel_arrays(X):

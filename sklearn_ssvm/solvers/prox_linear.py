@@ -21,37 +21,20 @@ import scipy.sparse as sp
 from .._kernels.labelings import CANDIDATES
 from ..structures._problem import Problem
 from ._common import Clock, ProgressBar, stop_requested
+from .result import SolverResult, history_record
 from .smooth import casimir_svrg
 
 MU_SCHEDULES = ("linear", "const")
 
 
-@dataclass
-class ProxLinearResult:
-    """Outcome of :func:`prox_linear` and :func:`prox_linear_loop`.
-
-    Attributes
-    ----------
-    coef : ndarray
-        The last accepted iterate ``w_K``.
-    n_iter : int
-        Outer iterations run.
-    n_oracle_calls : int
-        Inner solver's oracle calls plus ``n`` per acceptance test.
-    objective : float
-        ``F(coef)``.
-    converged : bool
-        Whether the gradient-mapping estimate fell to ``tol``.
-    history : list of dict
-        One record per outer iteration, the starting point first (iteration 0).
-    """
-
-    coef: np.ndarray
-    n_iter: int
-    n_oracle_calls: int
-    objective: float
-    converged: bool
-    history: list
+@dataclass(kw_only=True)
+class ProxLinearResult(SolverResult):
+    """Outcome of :func:`prox_linear` and :func:`prox_linear_loop`: a
+    :class:`~sklearn_ssvm.solvers.result.SolverResult` at the last accepted iterate ``w_K``,
+    ``objective`` ``F(coef)``, no duality gap (the objective is not convex in the weights);
+    ``converged`` says whether the gradient-mapping estimate fell to ``tol``. ``n_oracle_calls``
+    counts the inner solver's calls plus ``n`` per acceptance test. One history record per
+    outer iteration, the starting point first (iteration 0)."""
 
 
 @dataclass
@@ -232,7 +215,7 @@ def prox_linear(feature_map, X, losses, y_true, alpha, smoothing, *, eta, learni
         # the inner solver drops the constant of the prox term
         inner_objective = inner.objective + 0.5 * eta_inv * center @ center
         return inner.coef, inner.n_oracle_calls, dict(
-            inner_objective=inner_objective, inner_gap=inner.gap, inner_tol=eps_k,
+            inner_objective=inner_objective, inner_gap=inner.duality_gap, inner_tol=eps_k,
             inner_iter=inner.n_iter, mu=smoothing.mu / scale,
             learning_rate=learning_rate / scale)
 
@@ -294,8 +277,8 @@ def prox_linear_loop(feature_map, X, losses, y_true, alpha, solve, *, eta, max_i
     value = _objective(feature_map, data, w, alpha)
     clock = Clock()
     oracle_calls = n
-    history = [dict(iteration=0, objective=value, time=0.0, cpu_time=0.0,
-                    oracle_calls=oracle_calls)]
+    history = [history_record(iter=0, objective=value, oracle_calls=oracle_calls, time=0.0,
+                              cpu_time=0.0)]
     bar = ProgressBar(max_iter, verbose, "Prox-linear")
     converged = False
     problem = None  # the model at w_{k-1}, kept while steps are rejected
@@ -310,9 +293,10 @@ def prox_linear_loop(feature_map, X, losses, y_true, alpha, solve, *, eta, max_i
         if accepted:
             w, value, problem = w_hat, candidate, None
         oracle_calls += calls + n
-        record = dict(iteration=k, objective=value, candidate_objective=candidate,
-                      accepted=accepted, grad_mapping=grad_mapping, time=clock.wall(),
-                      cpu_time=clock.cpu(), oracle_calls=oracle_calls, **info)
+        record = history_record(iter=k, objective=value, oracle_calls=oracle_calls,
+                                time=clock.wall(), cpu_time=clock.cpu(),
+                                candidate_objective=candidate, accepted=accepted,
+                                grad_mapping=grad_mapping, **info)
         if callback is not None:
             record.update(callback(k, w) or {})
         history.append(record)
@@ -324,4 +308,6 @@ def prox_linear_loop(feature_map, X, losses, y_true, alpha, solve, *, eta, max_i
             break
     bar.close()
     return ProxLinearResult(coef=w, n_iter=k, n_oracle_calls=oracle_calls, objective=value,
+                            gap_certified=False,
+                            gap_reason="the objective is not convex in the weights: no dual",
                             converged=converged, history=history)

@@ -28,21 +28,19 @@ from .._kernels.batch import expected_losses, weights_from_state
 from .._kernels.penalty import soft_line_search
 from .._kernels.stochastic import (RSUM, S, R, WSUM, flush, lazy_state, prox_steps,
                                    stochastic_steps)
+from . import capabilities
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 from ._common import dense_oracles as _dense
-from . import capabilities
 from .catalyst import catalyst, delta_schedule, stopping_test
+from .result import SolverResult, history_record
 
 
-@dataclass
-class SmoothResult:
-    coef: np.ndarray
-    n_iter: int
-    n_oracle_calls: int
-    objective: float
-    gap: float
-    converged: bool
-    history: list
+@dataclass(kw_only=True)
+class SmoothResult(SolverResult):
+    """The smoothed solvers' :class:`~sklearn_ssvm.solvers.result.SolverResult`: ``objective``
+    is the SSVM objective (not the smoothed one) at ``coef``, ``dual_objective`` the best dual
+    value of the smoothed oracles' distributions (each is a feasible point of the SSVM's dual),
+    NaN until a full pass computed one. History records are per epoch."""
 
 
 @dataclass
@@ -247,9 +245,10 @@ class Monitor:
         gap is <= tol, the callback returned ``{"stop": True}`` or Ctrl-C asked to stop."""
         wall, cpu = self.clock.wall() - self.eval_wall, self.clock.cpu() - self.eval_cpu
         value = objective(self.problem, coef, self.penalty)
-        gap = np.nan if snap is None else value - self.dual.update(snap)
-        record = dict(epoch=epoch, time=wall, cpu_time=cpu, oracle_calls=oracle_calls,
-                      objective=value, gap=gap, **extra)
+        dual = np.nan if snap is None else self.dual.update(snap)
+        gap = value - dual
+        record = history_record(iter=epoch, objective=value, dual_objective=dual, gap=gap,
+                                oracle_calls=oracle_calls, time=wall, cpu_time=cpu, **extra)
         if self.callback is not None:
             said = dict(self.callback(epoch, coef) or {})
             self.stopped = bool(said.pop("stop", False))
@@ -264,10 +263,14 @@ class Monitor:
 
     def result(self, coef, n_iter, oracle_calls, converged):
         self.bar.close()
-        last = self.history[-1] if self.history else dict(objective=np.nan, gap=np.nan)
+        last = self.history[-1] if self.history else history_record()
+        reason = "" if np.isfinite(last["gap"]) else "no full pass computed a dual value yet"
+        if not reason and not getattr(self.problem, "certified", True):
+            reason = "an approximate oracle ran: the primal compares its (too low) maxima"
         return SmoothResult(coef=coef, n_iter=n_iter, n_oracle_calls=oracle_calls,
-                            objective=last["objective"], gap=last["gap"], converged=converged,
-                            history=self.history)
+                            objective=last["objective"], dual_objective=last["dual_objective"],
+                            duality_gap=last["gap"], gap_certified=not reason,
+                            gap_reason=reason, converged=converged, history=self.history)
 
 
 def svrg(problem, alpha, smoothing, *, learning_rate, max_iter=50, tol=0.0, warmup=0,
