@@ -3,7 +3,7 @@ import itertools
 
 import numpy as np
 
-from sklearn_ssvm import CandidateSet, ChainCRF, MultiLabel
+from sklearn_ssvm import CandidateSet, ChainCRF, GraphCRF, MultiLabel
 
 
 def all_labelings(structure, x):
@@ -17,6 +17,8 @@ def all_labelings(structure, x):
     if isinstance(structure, MultiLabel):
         K = len(classes)
         return [np.array(p) for p in itertools.product([0, 1], repeat=K)]
+    if isinstance(structure, GraphCRF):
+        return [np.array(p) for p in itertools.product(classes, repeat=len(x[0]))]
     return list(classes)
 
 

@@ -186,16 +186,18 @@ def test_top_k_by_bmmf_against_enumeration(inference):
 
 def test_dense_bcfw_equals_the_compiled_pass():
     """Multiclass data as one-node graphs: the dense pass makes the compiled pass's
-    Frank-Wolfe steps (same blocks, same line searches), so both reach the same point."""
+    Frank-Wolfe steps (same blocks, same line searches) and weighted averages, so both reach
+    the same point."""
     rng = np.random.default_rng(5)
     n, d, S = 30, 4, 3
     X = rng.normal(size=(n, d))
     y = rng.integers(S, size=n)
     X[np.arange(n), y] += 1.0
     graphs = [(X[i:i + 1], np.zeros((0, 2), dtype=np.int64)) for i in range(n)]
-    for step, cache in [("fw", False), ("fw", True)]:
+    for step, cache, averaging in [("fw", False, False), ("fw", True, False),
+                                   ("fw", False, True)]:
         params = dict(alpha=0.05, tol=1e-9, max_iter=30, step=step, cache=cache,
-                      random_state=0)
+                      averaging=averaging, random_state=0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             compiled = BCFWStructuredSVM(MulticlassSVM(), **params).fit(X, y)
@@ -328,13 +330,13 @@ def test_invalid_parameters():
 
 
 def test_scikit_learn_manners():
-    """GridSearchCV, the CV estimator, warm starts (Prop. 1 rescaling on dense dual states),
-    pickling and the path functions' refusal."""
+    """GridSearchCV, the CV estimator, warm starts (Prop. 1 rescaling on dense dual states) and
+    pickling (the certified path on graphs: ``test_path.py``)."""
     import pickle
 
     from sklearn.model_selection import GridSearchCV
 
-    from sklearn_ssvm import BCFWStructuredSVMCV, regularization_path
+    from sklearn_ssvm import BCFWStructuredSVMCV
     rng = np.random.default_rng(10)
     X, Y = segmentation_data(rng, 12, 3)
     search = GridSearchCV(BMRMStructuredSVM(GraphCRF()), {"alpha": [1.0, 0.1]}, cv=3)
@@ -354,10 +356,6 @@ def test_scikit_learn_manners():
     assert est.duality_gap_ < 0.05
     clone = pickle.loads(pickle.dumps(est))
     assert all(np.array_equal(a, b) for a, b in zip(clone.predict(X), est.predict(X)))
-    with pytest.raises(ValueError, match="BCFWStructuredSVMCV or GridSearchCV"):
-        regularization_path(BCFWStructuredSVM(GraphCRF()), X, Y)
-    with pytest.raises(ValueError, match="Frank-Wolfe or pairwise"):
-        BCFWStructuredSVM(GraphCRF(), step="away").fit(X, Y)
 
 
 def test_entropy_smoothing_through_trw():
@@ -416,3 +414,29 @@ def test_threads_give_the_same_fit():
     for one, two in zip(fits[1], fits[2]):
         assert np.array_equal(one.coef_, two.coef_)
         assert one.duality_gap_ == two.duality_gap_ and one.oracle_calls_ == two.oracle_calls_
+
+
+@pytest.mark.parametrize("settings, tol", [(dict(l1_ratio=0.5, step="pairwise"), 1e-5),
+                                           (dict(l1_ratio=0.5, step="fw", cache=True), 1e-3),
+                                           (dict(step="away"), 1e-5),
+                                           (dict(step="fw", averaging=True), 1e-2)])
+def test_bcfw_options_on_graphs_reach_the_independent_optimum(settings, tol):
+    """The elastic net (the dense pass scores with the soft-threshold), away steps and
+    averaging on GraphCRF: the certified gap closes on the optimum of an independent
+    enumeration QP (``_brute.elastic_net_qp``), and the certificate brackets it."""
+    from _brute import elastic_net_qp
+    from _golden import _data
+    from sklearn_ssvm import BCFWStructuredSVM
+    from sklearn_ssvm.penalties import ElasticNet
+
+    X, Y = _data("graph")
+    est = BCFWStructuredSVM(GraphCRF(), alpha=0.1, tol=tol, max_iter=3000, random_state=0,
+                            **settings).fit(X, Y)
+    assert est.gap_certified_ and est.converged_
+    p_star, _ = elastic_net_qp(est.structure_, X, Y,
+                               ElasticNet.from_alpha(0.1, settings.get("l1_ratio", 0.0)))
+    assert est.dual_objective_ <= p_star + 1e-8  # weak duality across solvers
+    assert est.primal_objective(X, Y) - p_star <= est.duality_gap_ + 1e-8
+    assert est.duality_gap_ <= tol * est.loss_scale_
+    if settings.get("l1_ratio"):
+        assert np.count_nonzero(est.coef_ == 0.0) > 0  # exact zeros from the soft-threshold

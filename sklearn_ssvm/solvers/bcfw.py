@@ -9,6 +9,7 @@ the unthresholded weights ``(1/n) sum_i E_{alpha_i} psi_i``: ``v = A alpha`` of 
 ``lambda = c``. The primal point is ``w = soft(v, l1 / c) = grad r*(u)``, ``v`` itself for the
 L2 penalty, and the dual is ``sum_i ell_i - r*(u)``.
 """
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -482,9 +483,12 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
     capabilities.check("bcfw", problem, [option for option, on in asked.items() if on])
     box = None if bounds is None else Box.check(bounds, problem.n_params)
     if dense:  # per-example Python oracles: the dense pass, scoring with w = project(v)
-        if box is None:
-            box = Projection(problem.project)
-        clipped = box.project(coef)
+        if kappa > 0:  # the elastic net's soft-threshold (no projection: declared)
+            scorer = functools.partial(primal_point, penalty=penalty)
+        else:
+            box = Projection(problem.project) if box is None else box
+            scorer = box.project
+        clipped = scorer(coef)
     elif box is None:  # soft(v, kappa): without l1, the kernel scores with the v it updates
         clipped, limits = (primal_point(coef, penalty),
                            (np.zeros((0, problem.n_codes)),) * 2 + (np.zeros(0),) * 2)
@@ -545,8 +549,8 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
             caching = (cache, cache_F, cache_nu * last_gap / n)
             if dense:
                 def run(start, capped):
-                    return dense_pass(problem, state, coef, clipped, box.project, alpha, first,
-                                      start, *rest, atoms, *caching, capped)
+                    return dense_pass(problem, state, coef, clipped, scorer, alpha, first,
+                                      start, *rest, atoms, *caching, steps, averages, capped)
             else:
                 args = (*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta,
                         Wc, theta_c, *limits, state.M, state.Q, state.ell_blocks, alpha,

@@ -2,21 +2,24 @@
 
 ``GraphProblem`` examples are decoded one by one by MAP oracles (graph cuts, integer programs,
 message passing), so the compiled pass of ``_kernels/bcfw.py`` cannot call them. This pass makes
-the same steps (spec 002 Alg. 1-3 and 5, with the projection of §7) on a dense dual state: the
+the same steps (spec 002 Alg. 1-5, with the projection of §7) on a dense dual state: the
 row ``M_i = E_{alpha_i}[phi(x_i, y)] - phi(x_i, y_i)`` of every block, its loss ``ell_i`` and
 the weights ``v = -(1/c) sum_i M_i / block_n[i]``. It keeps the contract of ``bcfw_pass``:
 ``(steps_done, needs_room, cache_hits)``, the atoms in the same ``ActiveSets`` store, the gap
 estimates and the heuristic exit, so that ``solvers.bcfw.bcfw`` runs either.
 
-The weights the oracle scores with are ``w = project(v)``: the identity, a box (``coef_bounds``)
-or ``BinaryGraphCRF``'s submodular cone. For a closed convex set the dual's gradient in ``v`` is
-``c project(v)`` (Moreau), so every gap and line search below takes ``w`` where the unconstrained
-method takes ``v``, and the curvature ``c ||Delta v||^2`` still bounds the dual's (the
-projection is 1-Lipschitz): the steps never decrease the dual.
+The weights the oracle scores with are ``w = project(v)``: the identity, a box (``coef_bounds``),
+``BinaryGraphCRF``'s submodular cone, or the elastic net's soft-threshold ``soft(v, l1 / c)``.
+Each is the gradient of a convex function of ``v`` (Moreau: a projection, or the prox of the
+l1 part), so the dual's gradient in ``v`` is ``c project(v)``: every gap and line search below
+takes ``w`` where the plain L2 method takes ``v``, and the curvature ``c ||Delta v||^2`` still
+bounds the dual's (the map is 1-Lipschitz), so the steps never decrease the dual. With
+averaging, step ``k`` adds ``(k - 1) k / 2`` times its move to ``averages``, as the compiled pass
+does, so that the average is ``state - averages / (K (K + 1) / 2)``.
 """
 import numpy as np
 
-from .._kernels.bcfw import FW, PAIRWISE
+from .._kernels.bcfw import AWAY, FW, PAIRWISE
 
 
 class _Corners:
@@ -53,11 +56,23 @@ def _find(problem, atoms, i, y):
     return -1
 
 
-def _move(state, v, i, direction, dloss, gamma, c, bn):
-    """``M_i += gamma direction``, ``ell_i += gamma dloss / bn`` and ``v`` accordingly."""
-    state.M[i] += gamma * direction
-    state.ell_blocks[i] += gamma * dloss / bn
-    v -= (gamma / (c * bn)) * direction
+class _Mover:
+    """``M_i += gamma direction``, ``ell_i += gamma dloss / bn`` and ``v`` accordingly, and with
+    averaging the move weighted by ``(k - 1) k / 2`` into ``averages`` (``k`` the step)."""
+
+    def __init__(self, state, v, c, averages, step):
+        self.state, self.v, self.c = state, v, c
+        self.averages = averages if averages.M.shape[0] else None
+        self.step = step
+
+    def __call__(self, i, direction, dloss, gamma, bn):
+        self.state.M[i] += gamma * direction
+        self.state.ell_blocks[i] += gamma * dloss / bn
+        self.v -= (gamma / (self.c * bn)) * direction
+        if self.averages is not None:
+            weight = (self.step - 1.0) * self.step / 2.0 * gamma
+            self.averages.M[i] += weight * direction
+            self.averages.ell_blocks[i] += weight * dloss / bn
 
 
 def _line_search(gap, direction, c, bn, upper):
@@ -72,19 +87,23 @@ def _line_search(gap, direction, c, bn, upper):
 
 def dense_pass(problem, state, v, w, project, c, first, start, n_steps, uniforms, gap_sampling,
                exit_below, estimates, step_type, atoms, use_cache, cache_F, cache_min_gap,
-               capped):
+               steps_before, averages, capped):
     """Steps ``start .. n_steps - 1`` of a pass on a ``GraphProblem`` (see the module).
 
-    ``state`` (``M``, ``ell_blocks``), ``v`` (unprojected weights), ``w = project(v)`` and
-    ``estimates`` are updated in place; ``atoms`` (an ``ActiveSets``) with pairwise steps or the
-    cache. Returns ``(steps_done, needs_room, cache_hits)`` as ``_kernels.bcfw.bcfw_pass``.
+    ``state`` (``M``, ``ell_blocks``), ``v`` (unprojected weights), ``w = project(v)``,
+    ``estimates`` and ``averages`` (rows only with averaging; ``steps_before`` steps were made
+    before this pass) are updated in place; ``atoms`` (an ``ActiveSets``) with pairwise or away
+    steps or the cache. Returns ``(steps_done, needs_room, cache_hits)`` as
+    ``_kernels.bcfw.bcfw_pass``.
     """
     n = problem.n_samples
     block_n = problem.block_n
     corner = _Corners(problem)
     keep_atoms = step_type != FW or use_cache
     hits = 0
+    move = _Mover(state, v, c, averages, steps_before)
     for b in range(start, n_steps):
+        move.step = steps_before + b + 1
         if b < len(first):
             i = int(first[b])
         else:  # gap sampling: a block drawn in proportion to its last gap
@@ -119,6 +138,10 @@ def dense_pass(problem, state, v, w, project, c, first, start, n_steps, uniforms
         gap = gap_of(D_s, L_s)
         if hit < 0:
             estimates[i] = gap
+        if step_type == AWAY and _away_step(problem, state, move, w, i, atoms, corner, bn, base,
+                                            gap, use_cache):
+            w[:] = project(v)
+            continue
         if keep_atoms:
             k_s = hit if hit >= 0 else _find(problem, atoms, i, y_s)
             if k_s < 0:
@@ -128,7 +151,7 @@ def dense_pass(problem, state, v, w, project, c, first, start, n_steps, uniforms
                 if atoms.weights[i, k_s] > 0.0 and step_type != FW:
                     # the drop step: the lightest atom's weight moves to y_s, which takes its slot
                     D_l, L_l = corner(i, _labeling(problem, atoms, i, k_s))
-                    _move(state, v, i, D_s - D_l, L_s - L_l, atoms.weights[i, k_s], c, bn)
+                    move(i, D_s - D_l, L_s - L_l, atoms.weights[i, k_s], bn)
                     _store(problem, atoms, i, k_s, y_s)
                     w[:] = project(v)
                     continue
@@ -136,12 +159,11 @@ def dense_pass(problem, state, v, w, project, c, first, start, n_steps, uniforms
                 _store(problem, atoms, i, k_s, y_s)
                 atoms.count[i] = max(atoms.count[i], k_s + 1)
         if step_type == PAIRWISE:
-            _pairwise_step(problem, state, v, w, i, k_s, D_s, L_s, atoms, corner, c, bn,
-                           use_cache)
+            _pairwise_step(problem, move, w, i, k_s, D_s, L_s, atoms, corner, c, bn, use_cache)
         else:
             gamma = _line_search(gap, D_s - state.M[i], c, bn, 1.0)
             dloss = L_s - state.ell_blocks[i] * bn
-            _move(state, v, i, D_s - state.M[i], dloss, gamma, c, bn)
+            move(i, D_s - state.M[i], dloss, gamma, bn)
             if keep_atoms:  # the cache's weights, as the compiled pass keeps them
                 atoms.weights[i, :atoms.count[i]] *= 1.0 - gamma
                 atoms.weights[i, k_s] += gamma
@@ -168,13 +190,52 @@ def _free_slot(problem, atoms, i, step_type, capped):
     return None
 
 
-def _pairwise_step(problem, state, v, w, i, k_s, D_s, L_s, atoms, corner, c, bn, use_cache):
-    """Mass from the block's worst active labeling to ``y_s`` (spec 002 Alg. 3)."""
-    count = atoms.count[i]
-    active = [k for k in range(count) if atoms.weights[i, k] > 0.0]
+def _worst_active(problem, w, i, atoms, corner):
+    """The block's active labeling of least ``H = L + <w, D>`` (the away atom), and its ``H``."""
+    active = [k for k in range(atoms.count[i]) if atoms.weights[i, k] > 0.0]
     scores = {k: (lambda D, L: L + w @ D)(*corner(i, _labeling(problem, atoms, i, k)))
               for k in active}
     k_a = min(active, key=scores.get)
+    return k_a, scores[k_a]
+
+
+def _drop(problem, atoms, i, k, use_cache):
+    """Atom ``k`` of block ``i`` at weight 0: kept as a cached corner with a cache, else it
+    leaves the store (the last one takes its slot)."""
+    atoms.weights[i, k] = 0.0
+    if not use_cache:
+        last = atoms.count[i] - 1
+        if k != last:
+            _store(problem, atoms, i, k, _labeling(problem, atoms, i, last).copy())
+            atoms.weights[i, k] = atoms.weights[i, last]
+            atoms.weights[i, last] = 0.0
+        atoms.count[i] = last
+
+
+def _away_step(problem, state, move, w, i, atoms, corner, bn, base, fw_gap, use_cache):
+    """Away from the block's worst active labeling (spec 002 Alg. 4), ``alpha <- (1 + gamma)
+    alpha - gamma e_{y_a}``, when it decreases the dual faster than the Frank-Wolfe step (ties:
+    away); False, with nothing moved, otherwise."""
+    k_a, H_a = _worst_active(problem, w, i, atoms, corner)
+    w_a = atoms.weights[i, k_a]
+    away_gap = base - H_a / bn
+    if not (w_a < 1.0 and away_gap >= fw_gap):
+        return False
+    D_a, L_a = corner(i, _labeling(problem, atoms, i, k_a))
+    gamma_max = w_a / (1.0 - w_a)
+    direction = state.M[i] - D_a
+    gamma = _line_search(away_gap, direction, move.c, bn, gamma_max)
+    move(i, direction, state.ell_blocks[i] * bn - L_a, gamma, bn)
+    atoms.weights[i, :atoms.count[i]] *= 1.0 + gamma
+    atoms.weights[i, k_a] -= gamma
+    if gamma >= gamma_max:
+        _drop(problem, atoms, i, k_a, use_cache)
+    return True
+
+
+def _pairwise_step(problem, move, w, i, k_s, D_s, L_s, atoms, corner, c, bn, use_cache):
+    """Mass from the block's worst active labeling to ``y_s`` (spec 002 Alg. 3)."""
+    k_a, _ = _worst_active(problem, w, i, atoms, corner)
     if k_a == k_s:
         return
     D_a, L_a = corner(i, _labeling(problem, atoms, i, k_a))
@@ -183,18 +244,11 @@ def _pairwise_step(problem, state, v, w, i, k_s, D_s, L_s, atoms, corner, c, bn,
     gamma = _line_search(gap, direction, c, bn, atoms.weights[i, k_a])
     if gamma <= 0.0:
         return
-    _move(state, v, i, direction, L_s - L_a, gamma, c, bn)
+    move(i, direction, L_s - L_a, gamma, bn)
     atoms.weights[i, k_s] += gamma
     atoms.weights[i, k_a] -= gamma
     if atoms.weights[i, k_a] <= 1e-15:
-        atoms.weights[i, k_a] = 0.0
-        if not use_cache:  # an emptied atom leaves the store (the last one takes its slot)
-            last = atoms.count[i] - 1
-            if k_a != last:
-                _store(problem, atoms, i, k_a, _labeling(problem, atoms, i, last).copy())
-                atoms.weights[i, k_a] = atoms.weights[i, last]
-                atoms.weights[i, last] = 0.0
-            atoms.count[i] = last
+        _drop(problem, atoms, i, k_a, use_cache)
 
 
 def dense_state_from_atoms(problem, atoms, state):

@@ -26,8 +26,8 @@ OPTIONS = {"elastic_net": "l1_ratio > 0", "away": "step='away'", "averaging": "a
            "bounds": "coef_bounds", "box": "coef_bounds=(lower, upper)",
            "sample_weight": "sample_weight"}
 
-_GRAPH_PASS = ("the graphs' BCFW steps in Python on dense dual rows (solvers/bcfw_dense.py), "
-               "without the compiled pass's {}")
+_SOFT_AND_CONE = ("the soft-threshold does not compose with the projection onto the "
+                  "submodular cone")
 _PYTHON_ORACLES = ("it runs the compiled structures' oracles in its numba loops; the graphs' "
                    "oracles run from Python per example")
 
@@ -62,17 +62,11 @@ class Capabilities:
     path: str
 
 
-def _bcfw_on_graphs(kind):
-    return {(kind, "elastic_net"): _GRAPH_PASS.format("soft-threshold"),
-            (kind, "away"): _GRAPH_PASS.format("away steps"),
-            (kind, "averaging"): _GRAPH_PASS.format("weighted averages")}
-
-
 SOLVERS = {
     "bcfw": Capabilities(
         name="BCFWStructuredSVM", options=("elastic_net", "away", "averaging", "bounds", "box",
                                            "sample_weight"),
-        refused={**_bcfw_on_graphs("graph"), **_bcfw_on_graphs("binary_graph"),
+        refused={("binary_graph", "elastic_net"): _SOFT_AND_CONE,
                  ("binary_graph", "box"): "a box replaces the projection onto the submodular "
                                           "cone that its graph cuts need (coef_bounds="
                                           "'positive_pairwise' is a box inside the cone)",
@@ -92,8 +86,7 @@ SOLVERS = {
         options=("elastic_net", "sample_weight"),
         refused={("graph", "elastic_net"): "the dense-oracle path of the stochastic solvers "
                                            "takes the L2 penalty",
-                 ("binary_graph", "elastic_net"): "the soft-threshold does not compose with the "
-                                                  "projection onto the submodular cone"},
+                 ("binary_graph", "elastic_net"): _SOFT_AND_CONE},
         certificate="the SSVM objective's gap, from the smoothed duals (stalls above tol)",
         warm_start=True, path="grid (warm: coefficients, learning rate)"),
     "agm": Capabilities(
