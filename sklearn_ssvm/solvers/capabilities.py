@@ -90,14 +90,15 @@ SOLVERS = {
         certificate="the SSVM objective's gap, from the smoothed duals (stalls above tol)",
         warm_start=True, path="grid (warm: coefficients, learning rate)"),
     "agm": Capabilities(
-        name="SmoothSSVMClassifier(solver='agm')", options=("elastic_net",),
+        name="SmoothSSVMClassifier(solver='agm')", options=("elastic_net", "sample_weight"),
         refused={("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES,
                  ("compiled", "sample_weight"): "its batched entropy oracle weighs every "
                                                 "example alike"},
         certificate="the SSVM objective's gap, from AGM's excessive-gap dual (spec 001)",
         warm_start=False, path="grid (cold)"),
     "prox-linear": Capabilities(
-        name="SmoothSSVMClassifier(feature_map=...) on CandidateSet", options=("elastic_net",),
+        name="SmoothSSVMClassifier(feature_map=...) on CandidateSet",
+        options=("elastic_net", "sample_weight"),
         refused={("compiled", "elastic_net"): "the prox-linear method takes the L2 penalty",
                  ("compiled", "sample_weight"): "the prox-linear method weighs every example "
                                                 "alike",
