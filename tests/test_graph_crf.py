@@ -416,8 +416,8 @@ def test_threads_give_the_same_fit():
         assert one.duality_gap_ == two.duality_gap_ and one.oracle_calls_ == two.oracle_calls_
 
 
-@pytest.mark.parametrize("settings, tol", [(dict(l1_ratio=0.5, step="pairwise"), 1e-5),
-                                           (dict(l1_ratio=0.5, step="fw", cache=True), 1e-3),
+@pytest.mark.parametrize("settings, tol", [(dict(l1_ratio=0.5, step="pairwise"), 1e-4),
+                                           (dict(l1_ratio=0.5, step="fw", cache=True), 3e-3),
                                            (dict(step="away"), 1e-5),
                                            (dict(step="fw", averaging=True), 1e-2)])
 def test_bcfw_options_on_graphs_reach_the_independent_optimum(settings, tol):
