@@ -40,7 +40,7 @@ def main():
 
     from sklearn_ssvm import ChainCRF
     from sklearn_ssvm.datasets import load_conll2000_chunking
-    from sklearn_ssvm.solvers._common import numba_threads
+    from sklearn_ssvm.solvers._common import kernel_threads
     from sklearn_ssvm.solvers.smooth import Smoothing, full_gradient
     from sklearn_ssvm.structures.base import smoothing_code
 
@@ -48,7 +48,7 @@ def main():
     problem = ChainCRF().prepare(data.X_train, data.Y_train)
     w = np.random.default_rng(0).normal(scale=1e-3, size=problem.n_params)
     top5 = Smoothing(*smoothing_code("l2", 5, problem.kind), 0.1)
-    with numba_threads(1):
+    with kernel_threads(1):
         problem.run_oracle(w, True)  # compile / load
         full_gradient(problem, w, top5)
         gap_pass = median_seconds(lambda: problem.run_oracle(w, True), args.repeats)

@@ -9,7 +9,7 @@ with exact MAP), before and after optimising the edge appearance probabilities r
 
     python examples/plot_trw_marginals.py [output.png] [--n-instances 20]
 
-Takes about a minute with 20 instances per coupling.
+Takes about a minute with 20 instances per coupling (the documentation's gallery runs 8).
 """
 import argparse
 

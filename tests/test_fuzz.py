@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("hypothesis")
 
 FUZZ = Path(__file__).with_name("_fuzz.py")
-CASES = 500
+CASES = 300  # derandomized: the same cases every run; the bound-checked runs pay a cold compile
 
 
 @pytest.mark.parametrize("estimator, boundscheck", [

@@ -119,7 +119,9 @@ def test_sigint_stops_pragam_svc(solver):
 
 def test_interrupted_warm_fit_resumes_to_the_same_certified_gap():
     X, Y = chain_data(n=80, seed=1)
-    settings = dict(alpha=1e-3, tol=1e-4, max_iter=20000, step="pairwise", random_state=0)
+    # the passes to tol vary with where the interrupt lands (11000 to 16700 measured, the
+    # cold fit 12990): room for the tail
+    settings = dict(alpha=1e-3, tol=1e-4, max_iter=60000, step="pairwise", random_state=0)
     structure = ChainCRF(normalize_loss=True)  # gaps on the scale 1 of the assertions
     reference = BCFWStructuredSVM(structure, **settings).fit(X, Y)
     assert reference.converged_
