@@ -12,7 +12,8 @@ the general form
     r(w) = (c/2) ||w||^2 + l1 ||w||_1 - <p, w>       (constants dropped),
 
 with ``c > 0`` (the l2 part keeps the dual smooth and the certificates exact). A solver needs
-four things of it, and branches on nothing else:
+four things of it (the :class:`Penalty` protocol, which adds AGM's model step and the
+subgradient test), and branches on nothing else:
 
 - ``value(w)``;
 - ``prox(v, step) = argmin_x ||x - v||^2 / (2 step) + r(x)``, a soft-threshold and a shrink;
@@ -25,6 +26,7 @@ four things of it, and branches on nothing else:
 ``soft(v, t) = sign(v) max(|v| - t, 0)`` is the soft-threshold; with ``l1 = 0`` every map is the
 L2 one to the bit (``soft(v, 0)`` returns ``v`` itself).
 """
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from numbers import Real
 
@@ -84,8 +86,165 @@ def check_l1_ratio(l1_ratio):
     return float(l1_ratio)
 
 
+class Penalty(ABC):
+    """The penalty protocol: a ``c``-strongly convex regulariser ``r`` (``c > 0``).
+
+    The proximal and conjugate maps of convex analysis (Beck 2017, ch. 4-6) that the solvers
+    of spec 000, 001 and 002 use.
+
+    A solver asks a penalty for the methods below and nothing else (the module docstring says
+    what each is for); a new penalty implements them and works with every solver whose
+    capabilities declare ``penalties="any"`` (AGM). The solvers whose compiled steps are the
+    elastic net's soft-threshold (BCFW, the stochastic solvers) take :class:`ElasticNet` only,
+    and say so before any work. ``tests/test_worked_examples.py`` checks the contract (the
+    optimality of ``prox`` and ``model_min``, Fenchel-Young for ``conjugate`` and
+    ``dual_map``) over every implementation, a group lasso among them.
+
+    Attributes
+    ----------
+    c : float
+        The modulus of strong convexity: ``r(w) - (c/2) ||w||^2`` is convex.
+    """
+
+    @abstractmethod
+    def value(self, w):
+        """Return the penalty value ``r(w)``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_params,)
+            Point at which to evaluate the penalty.
+
+        Returns
+        -------
+        float
+            ``r(w)``.
+        """
+
+    @abstractmethod
+    def prox(self, v, step):
+        """Return the proximal operator ``argmin_x ||x - v||^2 / (2 step) + r(x)``.
+
+        Parameters
+        ----------
+        v : ndarray of shape (n_params,)
+            Point to which the proximal operator is applied.
+        step : float
+            Step size, ``step > 0``.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            The minimiser ``x``.
+        """
+
+    @abstractmethod
+    def conjugate(self, u):
+        """Return the convex conjugate ``r*(u) = max_w <u, w> - r(w)``.
+
+        Parameters
+        ----------
+        u : ndarray of shape (n_params,)
+            Dual point at which to evaluate the conjugate.
+
+        Returns
+        -------
+        float
+            ``r*(u)``.
+        """
+
+    @abstractmethod
+    def dual_map(self, u):
+        """Return the primal point of a dual point, ``grad r*(u) = argmax_w <u, w> - r(w)``.
+
+        Parameters
+        ----------
+        u : ndarray of shape (n_params,)
+            Dual point.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            ``w(u)``.
+        """
+
+    @abstractmethod
+    def model_min(self, q, c):
+        """Return the minimiser of the model ``(c/2) ||x||^2 - <q, x> + r(x)``.
+
+        AGM's model step (spec 001 Assumption 2).
+
+        Parameters
+        ----------
+        q : ndarray of shape (n_params,)
+            Linear coefficient of the model.
+        c : float
+            Curvature added to the penalty's own.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            The minimiser.
+        """
+
+    @abstractmethod
+    def plus_prox(self, kappa, center):
+        """Return this penalty plus ``(kappa/2) ||w - center||^2`` (constant dropped).
+
+        Parameters
+        ----------
+        kappa : float
+            Weight of the proximal term.
+        center : array-like of shape (n_params,)
+            Centre of the proximal term.
+
+        Returns
+        -------
+        Penalty
+            A new penalty, ``kappa`` more strongly convex; this one is left unchanged.
+        """
+
+    @abstractmethod
+    def least_norm_subgradient(self, w, grad):
+        """Return the least-norm element of ``grad + d r(w)``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_params,)
+            Current point.
+        grad : ndarray of shape (n_params,)
+            A (sub)gradient of the loss part at ``w``.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            The least-norm subgradient of ``loss + r`` at ``w``.
+        """
+
+    def subgradient_distance(self, w, grad):
+        """Return the largest violation of the optimality condition of ``loss + r``.
+
+        The largest entry of :meth:`least_norm_subgradient`: 0 at the minimiser of
+        ``loss + r`` when the loss is differentiable there.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_params,)
+            Current point.
+        grad : ndarray of shape (n_params,)
+            A (sub)gradient of the loss part at ``w``.
+
+        Returns
+        -------
+        float
+            The largest absolute entry of :meth:`least_norm_subgradient` (0.0 when ``w`` is
+            empty).
+        """
+        return float(np.max(np.abs(self.least_norm_subgradient(w, grad)), initial=0.0))
+
+
 @dataclass(frozen=True)
-class ElasticNet:
+class ElasticNet(Penalty):
     """``r(w) = (c/2) ||w||^2 + l1 ||w||_1 - <p, w>`` (see the module docstring).
 
     The elastic net of Zou & Hastie (2005), in the convention of scikit-learn's SGDClassifier.
@@ -288,46 +447,21 @@ class ElasticNet:
             return g
         return np.where(w != 0, g + self.l1 * np.sign(w), soft_threshold(g, self.l1))
 
-    def subgradient_distance(self, w, grad):
-        """Return the largest violation of the optimality condition of ``loss + r``.
 
-        Largest violation of the optimality condition ``0 in grad + c w - p + l1 d||w||_1``
-        (the largest entry of :meth:`least_norm_subgradient`): 0 at the minimiser of
-        ``loss + r`` when the loss is differentiable there.
+def as_penalty(penalty):
+    """Convert a solver's penalty argument to a :class:`Penalty`.
 
-        Parameters
-        ----------
-        w : ndarray of shape (n_params,)
-            Current point.
-        grad : ndarray of shape (n_params,)
-            A (sub)gradient of the loss part at ``w``.
-
-        Returns
-        -------
-        float
-            The largest absolute entry of :meth:`least_norm_subgradient` (0.0 when ``w`` is
-            empty).
-        """
-        return float(np.max(np.abs(self.least_norm_subgradient(w, grad)), initial=0.0))
-
-
-def as_penalty(alpha):
-    """Convert a solver's ``alpha`` argument to a penalty.
-
-    The elastic net of Zou & Hastie (2005).
-
-    A solver's ``alpha`` argument as a penalty: an :class:`ElasticNet` as it is, a number
-    ``alpha`` as the L2 penalty ``alpha/2 ||w||^2``.
+    A penalty as it is, a number ``alpha`` as the L2 penalty ``alpha/2 ||w||^2`` (the elastic
+    net of Zou & Hastie (2005) with ``l1_ratio=0``).
 
     Parameters
     ----------
-    alpha : float or ElasticNet
-        Regularisation strength (``alpha > 0``) or a penalty.
+    penalty : Penalty or float
+        A penalty, or the regularisation strength ``alpha > 0`` of the L2 penalty.
 
     Returns
     -------
-    ElasticNet
-        ``alpha`` itself if it is an :class:`ElasticNet`, else
-        ``ElasticNet.from_alpha(alpha)``.
+    Penalty
+        ``penalty`` itself if it is a :class:`Penalty`, else ``ElasticNet.from_alpha(penalty)``.
     """
-    return alpha if isinstance(alpha, ElasticNet) else ElasticNet.from_alpha(alpha)
+    return penalty if isinstance(penalty, Penalty) else ElasticNet.from_alpha(penalty)

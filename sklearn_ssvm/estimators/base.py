@@ -11,7 +11,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, check_params
 from ..penalties import ElasticNet
-from ..solvers import capabilities
 from ..solvers._common import interruptible
 from ..structures.base import StructuredModel
 from ..structures.graph import BinaryGraphCRF
@@ -76,11 +75,13 @@ def warn_interrupted(estimator):
 class StructuredEstimator(BaseEstimator):
     """Base class: ``fit`` is the subclass's; ``predict``/``score``/objectives live here.
 
-    Subclasses implement ``_solve(problem, alpha, previous, loss_scale)`` returning a dict of
-    fitted attributes (``coef_`` at least); ``loss_scale`` is ``problem.loss_scale()``, the
-    zero model's objective, on which ``tol`` is relative (the solvers take ``tol *
-    loss_scale``). ``fit`` validates, packs, solves and only then sets the
-    attributes, so a failed fit leaves a previously fitted estimator unchanged.
+    Subclasses implement ``_solver(problem, loss_scale)``, the
+    :class:`~sklearn_ssvm.solvers.base.Solver` of the fit (``loss_scale`` is
+    ``problem.loss_scale()``, the zero model's objective, on which ``tol`` is relative: the
+    solvers take ``tol * loss_scale``), and may override ``_solve(solver, problem, alpha,
+    previous, loss_scale)``, which returns a dict of fitted attributes (``coef_`` at least).
+    ``fit`` validates, packs, checks the solver's declared capabilities, solves and only then
+    sets the attributes, so a failed fit leaves a previously fitted estimator unchanged.
     """
 
     _parameter_constraints = {
@@ -151,12 +152,12 @@ class StructuredEstimator(BaseEstimator):
             self._check_warm_start(structure)
             previous = self
         dense = getattr(problem, "dense_oracles", False)
-        capabilities.check(self._solver(), problem, self._options(problem))
-        alpha = problem.default_alpha() if self.alpha is None else float(self.alpha)
         scale = problem.loss_scale()  # tol (and mu) are relative to the zero model's objective
+        solver = self._solver(problem, scale)
+        solver.check(problem, self._options(problem))
+        alpha = problem.default_alpha() if self.alpha is None else float(self.alpha)
         with interruptible() as stopped:
-            fitted = self._solve(problem, alpha, previous, scale,
-                                 **self._solver_inputs(X, Y), **fit_params)
+            fitted = self._solve(solver, problem, alpha, previous, scale, **fit_params)
             interrupted = stopped()
         if not np.all(np.isfinite(fitted["coef_"])):  # refused before any attribute changes
             raise ValueError(f"{type(self).__name__} produced non-finite coefficients (an "
@@ -201,18 +202,23 @@ class StructuredEstimator(BaseEstimator):
     def _stopped_at_max_iter(self):
         return not self.converged_ and self.n_iter_ >= self.max_iter
 
-    def _solver_inputs(self, X, Y):
-        """What the solver takes besides the packed examples (the raw ones, for some)."""
-        return {}
-
     def _penalty(self, alpha):
         """The fit's regulariser: the elastic net of ``l1_ratio`` (estimators without that
         parameter: the L2 penalty ``alpha/2 ||w||^2``)."""
         return ElasticNet.from_alpha(alpha, getattr(self, "l1_ratio", 0.0))
 
-    def _solver(self):
-        """The entry of :data:`~sklearn_ssvm.solvers.capabilities.SOLVERS` the fit runs."""
+    def _solver(self, problem, loss_scale):
+        """The :class:`~sklearn_ssvm.solvers.base.Solver` the fit runs on ``problem``, with this
+        estimator's settings (``tol`` times ``loss_scale``, the zero model's objective)."""
         raise NotImplementedError
+
+    def _solve(self, solver, problem, alpha, previous, loss_scale):
+        """The fitted attributes of ``solver`` on ``problem`` at ``alpha``, continuing from
+        ``previous`` (a fit whose result the solver accepts as ``warm``). Estimators whose warm
+        start or attributes need more override it."""
+        warm = None if previous is None else previous._result
+        result = solver.solve(problem, self._penalty(alpha), warm=warm)
+        return self._fitted(result, _result=result if self.warm_start else None)
 
     def _options(self, problem):
         """The :data:`~sklearn_ssvm.solvers.capabilities.OPTIONS` this fit asks for."""

@@ -4,9 +4,8 @@ from numbers import Integral, Real
 from sklearn.base import clone
 
 from .._validation import Interval, Options
-from ..penalties import ElasticNet
-from ..solvers.bcfw import (DualState, bcfw, keep_primal_rescale, rescale_active_sets,
-                            transfer_blocks)
+from ..solvers.bcfw import (BCFW, BCFWResult, DualState, keep_primal_rescale,
+                            rescale_active_sets, transfer_blocks)
 from .base import StructuredEstimator, training_key
 
 
@@ -195,15 +194,17 @@ class BCFWStructuredSVM(StructuredEstimator):
         # path have only coef_)
         return getattr(self, "dual_state_", None) is not None
 
-    def _solver(self):
-        return "bcfw"
+    def _solver(self, problem, loss_scale):
+        bounds = self.coef_bounds
+        if isinstance(bounds, str):  # "positive_pairwise": the structure's attractive box
+            bounds = problem.pairwise_bounds()
+        return BCFW(max_iter=self.max_iter, tol=self.tol * loss_scale, gap_check=self.gap_check,
+                    sampling=self.sampling, step=self.step, cache=self.cache,
+                    cache_size=self.cache_size, max_active=self.max_active, bounds=bounds,
+                    averaging=self.averaging, random_state=self.random_state,
+                    n_jobs=self.n_jobs, verbose=self.verbose)
 
-    def _solve(self, problem, alpha, previous, loss_scale):
-        rng = self.random_state
-        if isinstance(rng, int) or rng is None:
-            seed = rng
-        else:  # a RandomState instance: draw a seed from it, as scikit-learn estimators do
-            seed = rng.randint(2**31)
+    def _solve(self, solver, problem, alpha, previous, loss_scale):
         # the dual state has one block per example, its losses and labelings sized by the
         # example's tokens and labels: a warm start needs the same sequences and labels
         data_key = training_key(problem, features=False)
@@ -211,27 +212,20 @@ class BCFWStructuredSVM(StructuredEstimator):
             raise ValueError("warm_start=True needs the same examples (their lengths) and "
                              "labels as the previous fit: its dual state holds one block per "
                              "example. Set warm_start=False to fit from scratch.")
-        init = previous.dual_state_ if previous is not None else None
-        atoms = previous.active_sets_ if previous is not None else None
-        if init is not None and alpha < previous.alpha_ and self.l1_ratio == 0:
-            # a smaller alpha: Prop. 1 keeps w and moves the dual towards the true labelings,
-            # so the warm start begins at the previous primal point, its gap still exact (the
-            # rescaling is the L2 penalty's: with l1 the dual point is kept, still feasible)
-            rho = alpha / previous.alpha_
-            init = keep_primal_rescale(init, rho, DualState.at_labels(problem))
-            if atoms is not None:
-                atoms = rescale_active_sets(problem, atoms, rho)
-        bounds = self.coef_bounds
-        if isinstance(bounds, str):  # "positive_pairwise": the structure's attractive box
-            bounds = problem.pairwise_bounds()
-        result = bcfw(problem, ElasticNet.from_alpha(alpha, self.l1_ratio),
-                      max_iter=self.max_iter, tol=self.tol * loss_scale,
-                      gap_check=self.gap_check,
-                      sampling=self.sampling, step=self.step, cache=self.cache,
-                      cache_size=self.cache_size, max_active=self.max_active, bounds=bounds,
-                      averaging=self.averaging,
-                      random_state=seed, init=init, init_active_sets=atoms,
-                      n_jobs=self.n_jobs, verbose=self.verbose)
+        warm = None
+        if previous is not None:
+            warm = BCFWResult(coef=None, state=previous.dual_state_,  # w is the dual's
+                              active_sets=previous.active_sets_)
+            if warm.state is not None and alpha < previous.alpha_ and self.l1_ratio == 0:
+                # a smaller alpha: Prop. 1 keeps w and moves the dual towards the true
+                # labelings, so the warm start begins at the previous primal point, its gap
+                # still exact (the rescaling is the L2 penalty's: with l1 the dual point is
+                # kept, still feasible)
+                rho = alpha / previous.alpha_
+                warm.state = keep_primal_rescale(warm.state, rho, DualState.at_labels(problem))
+                if warm.active_sets is not None:
+                    warm.active_sets = rescale_active_sets(problem, warm.active_sets, rho)
+        result = solver.solve(problem, self._penalty(alpha), warm=warm)
         return self._fitted(result, _data_key=data_key, n_oracle_calls_=result.n_oracle_calls,
                             primal_objective_=result.objective,
                             dual_objective_=result.dual_objective,

@@ -1,6 +1,6 @@
 """Structured SVM trained by a bundle method (BMRM; Teo et al. 2010, spec 003 §2.1-2.2)."""
 from .._validation import Options
-from ..solvers.bmrm import bmrm
+from ..solvers.bmrm import BMRM, BMRMResult
 from .base import StructuredEstimator, training_key
 
 
@@ -104,22 +104,21 @@ class BMRMStructuredSVM(StructuredEstimator):
     def _warm_startable(self):
         return hasattr(self, "bundle_")
 
-    def _solver(self):
-        return "bmrm"
+    def _solver(self, problem, loss_scale):
+        return BMRM(variant=self.variant, tol=self.tol * loss_scale, max_iter=self.max_iter,
+                    n_jobs=self.n_jobs, verbose=self.verbose)
 
-    def _solve(self, problem, alpha, previous, loss_scale):
-        init = cuts = offsets = None
+    def _solve(self, solver, problem, alpha, previous, loss_scale):
+        warm = None
         data_key = training_key(problem)  # the cuts lower-bound this data's risk only
         if previous is not None:
             if previous._data_key != data_key:
                 raise ValueError("warm_start=True needs the same training data as the "
                                  "previous fit (its cutting planes bound that data's risk). "
                                  "Set warm_start=False to fit from scratch.")
-            cuts, offsets = previous.bundle_
-            init = previous._dense_coef()
-        result = bmrm(problem, alpha, variant=self.variant, tol=self.tol * loss_scale,
-                      max_iter=self.max_iter, init=init, cuts=cuts, offsets=offsets,
-                      n_jobs=self.n_jobs, verbose=self.verbose)
+            warm = BMRMResult(coef=previous._dense_coef(), cuts=previous.bundle_[0],
+                              offsets=previous.bundle_[1])
+        result = solver.solve(problem, self._penalty(alpha), warm=warm)
         return self._fitted(result, _data_key=data_key, primal_objective_=result.objective,
                             lower_bound_=result.dual_objective,
                             bundle_=(result.cuts, result.offsets))

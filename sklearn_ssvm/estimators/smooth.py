@@ -10,7 +10,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, Options, check_params
 from ..solvers import prox_linear, smooth
-from ..solvers.agm import agm_structured
+from ..solvers.agm import AGM
+from ..solvers.prox_linear import ProxLinear
+from ..solvers.smooth import Stochastic
 from ..structures.base import smoothing_code
 from ..structures.candidates import CandidateSet
 from .base import StructuredEstimator
@@ -282,10 +284,24 @@ class SmoothSSVMClassifier(StructuredEstimator):
         """Whether the fit runs SGD, SVRG or Casimir-SVRG on linear scores."""
         return self.feature_map is None and self.solver != "agm"
 
-    def _solver(self):
+    def _solver(self, problem, loss_scale):
+        """The solver of the fit, but for what ``_solve`` decides (the smoothing, the learning
+        rate, the seed and the callback)."""
+        common = dict(max_iter=self.max_iter, n_jobs=self.n_jobs, verbose=self.verbose)
         if self.feature_map is not None:
-            return "prox-linear"
-        return "agm" if self.solver == "agm" else "stochastic"
+            inner_tol = None if self.inner_tol is None else self.inner_tol * loss_scale
+            return ProxLinear(feature_map=self.feature_map, eta=self.eta,
+                              inner_iter=self.inner_iter, inner_tol=inner_tol, **common)
+        if self.solver == "agm":
+            return AGM(mu=self.mu * loss_scale, tol=self.tol * loss_scale, **common)
+        if self.solver == "sgd":  # no certificate to stop on
+            return Stochastic(method="sgd", **common)
+        if self.solver == "svrg":
+            return Stochastic(method="svrg", tol=self.tol * loss_scale, warmup=self.warmup,
+                              **common)
+        return Stochastic(method="casimir-svrg", mu_schedule=self.mu_schedule, kappa=self.kappa,
+                          warm_start=self.warm_start_rule, tol=self.tol * loss_scale,
+                          warmup=self.warmup, **common)
 
     def _smoothing(self, kind, mu):
         """The solvers' ``Smoothing`` at the absolute ``mu`` (``self.mu`` times the loss
@@ -373,8 +389,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
             smoothing = self._smoothing(problem.kind, self.mu * scale)
             learning_rate = self.learning_rate
             if learning_rate is None:
-                learning_rate = self._search_learning_rate(problem, penalty, smoothing,
-                                                           self._rng(), self.tol * scale)
+                solver = self._solver(problem, scale).replace(smoothing=smoothing)
+                learning_rate = self._search_learning_rate(solver, problem, penalty, self._rng())
             stream = smooth.SGDStream.start(problem, penalty, t0=problem.n_samples)
             calls = 0
         else:  # the first call's labels, features, alpha and learning rate
@@ -396,46 +412,29 @@ class SmoothSSVMClassifier(StructuredEstimator):
         self.n_nonzero_coef_ = int(np.count_nonzero(coef))
         return self
 
-    def _solver_inputs(self, X, Y):
-        return {"raw": (X, Y)}
-
     def _rng(self):
         return np.random.default_rng(check_random_state(self.random_state).randint(2**31))
 
-    def _search_learning_rate(self, problem, penalty, smoothing, rng, tol):
+    def _search_learning_rate(self, solver, problem, penalty, rng):
         """The learning rate of a few epochs' best objective on a subsample (``learning_rate=
-        None``)."""
+        None``); ``solver`` is the fit's, with its smoothing."""
+        trial = solver.replace(max_iter=LR_SEARCH_EPOCHS, verbose=0, callback=None)
         return smooth.choose_learning_rate(
-            problem, lambda sub, lr: self._run(sub, penalty, smoothing, lr, LR_SEARCH_EPOCHS,
-                                               None, rng.integers(2**31), 0, tol).objective,
-            smoothing, rng)
+            problem, lambda sub, lr: trial.replace(
+                learning_rate=lr, random_state=rng.integers(2**31)).solve(sub, penalty).objective,
+            solver.settings["smoothing"], rng)
 
-    def _run(self, problem, penalty, smoothing, learning_rate, max_iter, init, seed, verbose,
-             tol, callback=None):
-        common = dict(learning_rate=learning_rate, max_iter=max_iter, init=init,
-                      random_state=seed, n_jobs=self.n_jobs, verbose=verbose,
-                      callback=callback)
-        if self.solver == "sgd":
-            return smooth.sgd(problem, penalty, smoothing, **common)
-        warmup = self.warmup if init is None else 0  # a warm start is an informed snapshot
-        if self.solver == "svrg":
-            return smooth.svrg(problem, penalty, smoothing, tol=tol, warmup=warmup, **common)
-        return smooth.casimir_svrg(problem, penalty, smoothing, mu_schedule=self.mu_schedule,
-                                   kappa=self.kappa, warm_start=self.warm_start_rule,
-                                   tol=tol, warmup=warmup, **common)
-
-    def _solve(self, problem, alpha, previous, loss_scale, callback=None, raw=None):
+    def _solve(self, solver, problem, alpha, previous, loss_scale, callback=None):
         if self.early_stopping is True and not self._stochastic():
             raise ValueError("early_stopping=True needs a stochastic solver ('casimir-svrg', "
                              "'svrg' or 'sgd') and linear scores (no feature_map).")
         if self.feature_map is not None:
-            fitted = self._solve_nonlinear(problem, alpha, previous, callback, loss_scale,
-                                           *raw)
+            fitted = self._solve_nonlinear(solver, problem, alpha, previous, callback, loss_scale)
         elif self.solver == "agm":
-            fitted = self._solve_agm(problem, self._penalty(alpha), previous, loss_scale)
+            fitted = self._solve_agm(solver, problem, self._penalty(alpha), previous)
         else:
-            fitted = self._solve_stochastic(problem, self._penalty(alpha), previous, callback,
-                                            loss_scale)
+            fitted = self._solve_stochastic(solver, problem, self._penalty(alpha), previous,
+                                            callback, loss_scale)
         return {"validation_scores_": None, "best_validation_score_": None, **fitted}
 
     def _early_stops(self, n_samples):
@@ -443,19 +442,18 @@ class SmoothSSVMClassifier(StructuredEstimator):
             return n_samples >= EARLY_STOPPING_MIN_SAMPLES
         return self.early_stopping
 
-    def _solve_stochastic(self, problem, penalty, previous, callback, loss_scale):
+    def _solve_stochastic(self, solver, problem, penalty, previous, callback, loss_scale):
         if self.solver != "sgd" and self.smoothing is None:
             raise ValueError(f"solver={self.solver!r} needs a smooth objective: set smoothing "
                              f"to 'l2' or 'entropy' (smoothing=None works with solver='sgd').")
         rng = self._rng()
-        tol = self.tol * loss_scale
         smoothing = self._smoothing(problem.kind, self.mu * loss_scale)
         if getattr(problem, "dense_oracles", False):
             problem.check_smoothing(smoothing)  # refuses what the graph structure cannot smooth
-        init = None
+        warm = None
         if previous is not None:
-            init = previous._dense_coef()
-            if init.shape[0] != problem.n_params:
+            warm = smooth.SmoothResult(coef=previous._dense_coef())
+            if warm.coef.shape[0] != problem.n_params:
                 raise ValueError("warm_start=True needs data with the same features and labels "
                                  "as the previous fit.")
         tracker = None
@@ -470,20 +468,22 @@ class SmoothSSVMClassifier(StructuredEstimator):
             tracker = _ValidationTracker(problem.subset(np.sort(order[:n_val])),
                                          self.n_iter_no_change, callback)
             problem, callback = problem.subset(np.sort(order[n_val:])), tracker
+        solver = solver.replace(smoothing=smoothing)
         learning_rate = self.learning_rate
         if learning_rate is None and previous is not None:  # the warm start's, searched once
             learning_rate = previous.learning_rate_
         if learning_rate is None:
-            learning_rate = self._search_learning_rate(problem, penalty, smoothing, rng, tol)
-        result = self._run(problem, penalty, smoothing, learning_rate, self.max_iter, init,
-                           rng.integers(2**31), self.verbose, tol, callback)
+            learning_rate = self._search_learning_rate(solver, problem, penalty, rng)
+        result = solver.replace(learning_rate=learning_rate, random_state=rng.integers(2**31),
+                                callback=callback).solve(problem, penalty, warm=warm)
         fitted = self._fitted(result, learning_rate_=learning_rate,
                               n_oracle_calls_=result.n_oracle_calls,
                               objective_=result.objective, feature_map_=None)
         if tracker is not None:  # the best epoch's model
             best = result.history[tracker.best_epoch - 1]
             fitted.update(coef_=tracker.best_coef, objective_=best["objective"],
-                          duality_gap_=best["gap"], converged_=bool(best["gap"] <= tol),
+                          duality_gap_=best["gap"],
+                          converged_=bool(best["gap"] <= self.tol * loss_scale),
                           validation_scores_=tracker.scores,
                           best_validation_score_=tracker.best_score)
         return fitted
@@ -497,19 +497,17 @@ class SmoothSSVMClassifier(StructuredEstimator):
         warm.coef_, warm.learning_rate_ = fit._dense_coef(), fit.learning_rate_
         return warm
 
-    def _solve_agm(self, problem, penalty, previous, loss_scale):
+    def _solve_agm(self, solver, problem, penalty, previous):
         if self.smoothing != "entropy" or previous is not None:
             raise ValueError("solver='agm' needs smoothing='entropy' (with top_k=None) and no "
                              "warm start.")
         smoothing_code(self.smoothing, self.top_k, problem.kind)  # validates top_k and kind
-        result = agm_structured(problem, penalty, self.mu * loss_scale,
-                                tol=self.tol * loss_scale, max_iter=self.max_iter,
-                                n_jobs=self.n_jobs, verbose=self.verbose)
+        result = solver.solve(problem, penalty)
         return self._fitted(result, learning_rate_=np.nan,
                             n_oracle_calls_=result.n_iter * problem.n_samples,
                             objective_=result.objective, feature_map_=None)
 
-    def _solve_nonlinear(self, problem, alpha, previous, callback, loss_scale, X, losses):
+    def _solve_nonlinear(self, solver, problem, alpha, previous, callback, loss_scale):
         if not isinstance(self.structure, CandidateSet):
             raise ValueError("feature_map needs a CandidateSet structure (each example a list "
                              "of candidates scored by the feature map).")
@@ -522,21 +520,20 @@ class SmoothSSVMClassifier(StructuredEstimator):
         if w0.shape[0] != self.feature_map.n_params(problem.n_features):
             raise ValueError("warm_start=True needs data with the same features as the "
                              "previous fit.")
-        prox = (1.0 / self.eta, w0)
         learning_rate = self.learning_rate
         if learning_rate is None:  # picked on the first linearised problem
-            first = prox_linear.linearize(self.feature_map, X, losses, problem.y, w0)
+            first = prox_linear.linearize(self.feature_map, *prox_linear.candidate_sets(problem),
+                                          w0)
+            inner = Stochastic(method="casimir-svrg", smoothing=smoothing, mu_schedule="const",
+                               prox=(1.0 / self.eta, w0), max_iter=LR_SEARCH_EPOCHS)
             learning_rate = smooth.choose_learning_rate(
-                first, lambda sub, lr: smooth.casimir_svrg(
-                    sub, alpha, smoothing, learning_rate=lr, mu_schedule="const", prox=prox,
-                    init=w0, max_iter=LR_SEARCH_EPOCHS, random_state=rng.integers(2**31)).objective,
+                first, lambda sub, lr: inner.replace(
+                    learning_rate=lr, random_state=rng.integers(2**31)).solve(
+                        sub, alpha, warm=smooth.SmoothResult(coef=w0)).objective,
                 smoothing, rng)
-        result = prox_linear.prox_linear(
-            self.feature_map, X, losses, problem.y, alpha, smoothing, eta=self.eta,
-            learning_rate=learning_rate, inner_iter=self.inner_iter,
-            inner_tol=None if self.inner_tol is None else self.inner_tol * loss_scale,
-            max_iter=self.max_iter, init=w0, random_state=rng.integers(2**31),
-            n_jobs=self.n_jobs, verbose=self.verbose, callback=callback)
+        result = solver.replace(smoothing=smoothing, learning_rate=learning_rate, init=w0,
+                                random_state=rng.integers(2**31), callback=callback).solve(
+                                    problem, self._penalty(alpha))
         return self._fitted(result, learning_rate_=learning_rate,
                             n_oracle_calls_=result.n_oracle_calls,
                             objective_=result.objective,

@@ -10,7 +10,6 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_params
-from ..solvers import capabilities
 from ..solvers.bcfw import DualState, bcfw, keep_primal_rescale, rescale_active_sets
 from ..solvers.bcfw_path import block_deltas, check_zero_loss
 from ._path import (_as_generator, _certified_path_refusal, _PathResult, _seed_sequences,
@@ -235,7 +234,9 @@ def _grid_by_estimator(estimator, structure, problem, X, Y, alphas, tol, warm_st
     absolute, the estimators' relative to ``loss_scale_``."""
     points = []
     previous = None
-    template = clone(estimator).set_params(tol=tol / problem.loss_scale(), warm_start=True)
+    scale = problem.loss_scale()
+    template = clone(estimator).set_params(tol=tol / scale, warm_start=True)
+    solver = template._solver(problem, scale)  # what it declares: whether it warm-starts
     for a in alphas:
         fit = clone(template).set_params(alpha=a)
         t = time.perf_counter()
@@ -245,7 +246,7 @@ def _grid_by_estimator(estimator, structure, problem, X, Y, alphas, tol, warm_st
         calls = getattr(fit, "n_oracle_calls_", fit.n_iter_ * problem.n_samples)
         points.append(dict(alpha=a, coef=fit.coef_, gap=fit.duality_gap_, calls=calls,
                            time=time.perf_counter() - t))
-        if warm_start is not None and capabilities.SOLVERS[estimator._solver()].warm_start:
+        if warm_start is not None and solver.capabilities.warm_start:
             previous = fit
     for p in points:
         if not p["gap"] <= tol:

@@ -5,6 +5,7 @@ import time
 from contextlib import contextmanager
 
 import joblib
+import numpy as np
 from tqdm.auto import tqdm
 
 from .._kernels.threads import use_threads
@@ -114,3 +115,12 @@ def dense_oracles(problem):
     """Whether ``problem`` runs its oracles from Python with dense statistics (graphs,
     ``structures.graph.GraphProblem``) instead of the compiled label-space kernels."""
     return getattr(problem, "dense_oracles", False)
+
+
+def generator(random_state):
+    """The numpy ``Generator`` of a solver's ``random_state``: None, an int seed, a
+    ``Generator``, or scikit-learn's ``RandomState`` instance (a seed is drawn from it, so the
+    instance advances as scikit-learn's estimators advance theirs)."""
+    if isinstance(random_state, np.random.RandomState):
+        random_state = random_state.randint(2**31)
+    return np.random.default_rng(random_state)

@@ -34,7 +34,9 @@ from threadpoolctl import threadpool_limits
 from .._kernels.pragam import hinge_objective, project_q2_into
 from .._kernels.smoothed import ENTROPY
 from ..penalties import ElasticNet, as_penalty
+from . import capabilities
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
+from .base import Solver
 from .pragam import LIPSCHITZ_FLOOR, sigma_max_sq
 from .result import SolverResult, history_record
 from .smooth import Smoothing, full_gradient
@@ -616,7 +618,7 @@ class StructuredEntropy:
         return primal, float(ell) - self.penalty.conjugate(-g), w, 0.0, None
 
 
-def agm_structured(problem, alpha, mu, *, memory="inf", tol=1e-3, max_iter=1000, check_every=1,
+def agm_structured(problem, penalty, mu, *, memory="inf", tol=1e-3, max_iter=1000, check_every=1,
                    n_jobs=None, verbose=0):
     """AGM on the entropy-smoothed structured SVM of any structure (spec 001 §1.3, §3.2).
 
@@ -628,9 +630,9 @@ def agm_structured(problem, alpha, mu, *, memory="inf", tol=1e-3, max_iter=1000,
     Parameters
     ----------
     problem : Problem
-    alpha : float or ElasticNet
-        Regularisation ``lambda`` of the L2 penalty, or the penalty
-        (:class:`~sklearn_ssvm.penalties.ElasticNet`).
+    penalty : Penalty or float
+        The penalty (any :class:`~sklearn_ssvm.penalties.Penalty`: the model step is its
+        ``model_min``, the certificate its conjugate), or ``lambda`` of the L2 penalty.
     mu : float
         Entropy smoothing ``> 0``; the certified gap cannot fall below the smoothing bias.
     memory : {"inf", "1"}
@@ -650,10 +652,30 @@ def agm_structured(problem, alpha, mu, *, memory="inf", tol=1e-3, max_iter=1000,
     if not mu > 0:
         raise ValueError(f"mu must be > 0, got {mu!r}.")
     with kernel_threads(n_jobs):
-        return agm_solve(StructuredEntropy(problem, as_penalty(alpha), float(mu)), memory=memory,
+        return agm_solve(StructuredEntropy(problem, as_penalty(penalty), float(mu)), memory=memory,
                          tol=tol,
                          max_iter=max_iter, check_every=check_every, verbose=verbose,
                          desc="AGM-M3N")
+
+
+class AGM(Solver):
+    """:func:`agm_structured` behind the :class:`~sklearn_ssvm.solvers.base.Solver` protocol.
+
+    Parameters
+    ----------
+    mu : float
+        Entropy smoothing ``> 0``.
+    **settings
+        The other keyword arguments of :func:`agm_structured`. It has no warm start
+        (declared): ``warm`` must be None.
+    """
+
+    capabilities = capabilities.SOLVERS["agm"]
+
+    def _solve(self, problem, penalty, warm):
+        if warm is not None:
+            raise ValueError("AGM starts from its own centre: it has no warm start.")
+        return agm_structured(problem, penalty, **self.settings)
 
 
 class LeastSquaresElasticNet:

@@ -20,9 +20,10 @@ from .._kernels.labelings import CHAIN
 from ..penalties import as_penalty, soft_threshold
 from ..structures._problem import example_rows
 from . import capabilities
-from ._common import Clock, ProgressBar, kernel_threads, stop_requested
+from ._common import Clock, ProgressBar, generator, kernel_threads, stop_requested
 from ._common import dense_oracles as _dense
 from .bcfw_dense import dense_pass, dense_state_from_atoms
+from .base import Solver
 from .result import SolverResult, history_record
 
 #: early exact check when the stale block-gap estimates sum below this fraction of tol
@@ -346,12 +347,12 @@ class BCFWResult(SolverResult):
     (None when none was made) and ``n_cache_hits``. History records add ``cache_hits`` and
     ``gap_estimate`` (the sum of the blocks' estimates)."""
 
-    state: DualState
-    certificate: Certificate
-    certified_state: DualState
-    active_sets: ActiveSets
-    gap_estimates: np.ndarray
-    n_cache_hits: int
+    state: DualState = None
+    certificate: Certificate = None
+    certified_state: DualState = None
+    active_sets: ActiveSets = None
+    gap_estimates: np.ndarray = None
+    n_cache_hits: int = 0
 
 
 def _resync(problem, step, atoms, state, penalty, box, coef, scored):
@@ -445,7 +446,7 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
         Return (and certify) the weighted average of the iterates, iterate ``k`` weighted by
         ``k`` (Lacoste-Julien et al. 2013). The averaged dual point is feasible, so its
         duality gap is exact too.
-    random_state : numpy Generator, int or None
+    random_state : numpy Generator, RandomState, int or None
     certify : bool
         With False, stop as soon as the blocks' (stale) gap estimates sum below ``tol``,
         without the final exact pass: no guarantee (the heuristic path of spec 002 §8.4). The
@@ -469,7 +470,7 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
         ``averaging``), ``state`` is the last iterate (to warm start from), ``gap_estimates``
         the last known gap of each block at the last iterate (exact after an exact check).
     """
-    rng = np.random.default_rng(random_state)
+    rng = generator(random_state)
     n = problem.n_samples
     penalty = as_penalty(penalty)
     if penalty.p is not None:
@@ -621,3 +622,23 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
                       gap_estimates=estimates, n_iter=it,
                       n_oracle_calls=calls, n_cache_hits=hits, converged=converged,
                       history=history)
+
+
+class BCFW(Solver):
+    """:func:`bcfw` behind the :class:`~sklearn_ssvm.solvers.base.Solver` protocol.
+
+    Parameters
+    ----------
+    **settings
+        Keyword arguments of :func:`bcfw` (``max_iter``, ``tol``, ``step``, ...), but not its
+        ``init*`` ones: ``solve(..., warm=result)`` continues from a previous
+        :class:`BCFWResult`'s ``state``, ``active_sets`` and ``gap_estimates``.
+    """
+
+    capabilities = capabilities.SOLVERS["bcfw"]
+
+    def _solve(self, problem, penalty, warm):
+        if warm is None:
+            return bcfw(problem, penalty, **self.settings)
+        return bcfw(problem, penalty, init=warm.state, init_active_sets=warm.active_sets,
+                    init_estimates=warm.gap_estimates, **self.settings)

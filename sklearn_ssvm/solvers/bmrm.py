@@ -15,7 +15,9 @@ import scipy.sparse as sp
 
 from .._kernels.bundle import simplex_qp
 from .._kernels.smoothed import NONE
+from ..penalties import as_penalty
 from . import capabilities
+from .base import Solver
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 from .result import SolverResult, history_record
 from .smooth import Smoothing, full_gradient
@@ -225,7 +227,7 @@ def structured_oracle(problem):
     return oracle
 
 
-def bmrm(problem, alpha, *, variant="qp", tol=1e-3, max_iter=1000, init=None, cuts=None,
+def bmrm(problem, penalty, *, variant="qp", tol=1e-3, max_iter=1000, init=None, cuts=None,
          offsets=None, n_jobs=None, verbose=0):
     """qp-bmrm or ls-bmrm on ``alpha/2 ||w||^2 + mean_i H~_i(w)`` for any structure.
 
@@ -233,8 +235,9 @@ def bmrm(problem, alpha, *, variant="qp", tol=1e-3, max_iter=1000, init=None, cu
     ----------
     problem : Problem
         Packed training data (``structure.prepare(X, Y)``).
-    alpha : float
-        Regularisation ``lambda``.
+    penalty : ElasticNet or float
+        The L2 penalty ``alpha/2 ||w||^2`` (an elastic net with ``l1 = 0`` and no linear
+        term), or its ``alpha``: the bundle's QP is the L2 penalty's.
     variant : {"qp", "ls"}
         See :func:`bundle_method`. qp-bmrm stores every cut (``n_iter x n_params`` floats);
         ls-bmrm needs O(n_params) memory but converges more slowly.
@@ -255,11 +258,36 @@ def bmrm(problem, alpha, *, variant="qp", tol=1e-3, max_iter=1000, init=None, cu
     BMRMResult
     """
     capabilities.check("bmrm", problem, ["sample_weight"] if problem.weighted else [])
+    penalty = as_penalty(penalty)
+    if penalty.l1 or penalty.p is not None:
+        raise ValueError("bmrm takes the L2 penalty alpha/2 ||w||^2 (no l1 part, no linear "
+                         "term).")
     w0 = np.zeros(problem.n_params) if init is None else init
     with kernel_threads(n_jobs):
-        return bundle_method(structured_oracle(problem), w0, alpha, variant=variant, tol=tol,
+        return bundle_method(structured_oracle(problem), w0, penalty.c, variant=variant, tol=tol,
                              max_iter=max_iter, cuts=cuts, offsets=offsets, verbose=verbose,
                              desc=f"{variant}-BMRM")
+
+
+class BMRM(Solver):
+    """:func:`bmrm` behind the :class:`~sklearn_ssvm.solvers.base.Solver` protocol.
+
+    Parameters
+    ----------
+    **settings
+        Keyword arguments of :func:`bmrm` (``variant``, ``tol``, ``max_iter``, ``n_jobs``,
+        ``verbose``): ``solve(..., warm=result)`` continues from a previous
+        :class:`BMRMResult`'s ``coef`` and cutting planes (valid at any ``alpha`` on the same
+        data).
+    """
+
+    capabilities = capabilities.SOLVERS["bmrm"]
+
+    def _solve(self, problem, penalty, warm):
+        if warm is None:
+            return bmrm(problem, penalty, **self.settings)
+        return bmrm(problem, penalty, init=warm.coef, cuts=warm.cuts, offsets=warm.offsets,
+                    **self.settings)
 
 
 def hinge_oracle(X, y):

@@ -15,8 +15,10 @@ on the cone where graph cuts are exact).
 """
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "OPTIONS", "SOLVERS", "Capabilities", "check", "refusal", "structure_kind",
-           "support_table"]
+from ..penalties import ElasticNet
+
+__all__ = ["KINDS", "OPTIONS", "PENALTIES", "SOLVERS", "Capabilities", "check",
+           "check_penalty", "refusal", "structure_kind", "support_table"]
 
 KINDS = {"compiled": "the compiled structures", "graph": "GraphCRF",
          "binary_graph": "BinaryGraphCRF"}
@@ -25,6 +27,12 @@ KINDS = {"compiled": "the compiled structures", "graph": "GraphCRF",
 OPTIONS = {"elastic_net": "l1_ratio > 0", "away": "step='away'", "averaging": "averaging=True",
            "bounds": "coef_bounds", "box": "coef_bounds=(lower, upper)",
            "sample_weight": "sample_weight"}
+
+#: the penalties a solver takes: any :class:`~sklearn_ssvm.penalties.Penalty` (it asks only
+#: the protocol's maps), the elastic net (its compiled steps are the soft-threshold's), or the
+#: L2 penalty alone
+PENALTIES = {"any": "any Penalty", "elastic_net": "the elastic net (ElasticNet)",
+             "l2": "the L2 penalty (ElasticNet with l1_ratio=0)"}
 
 _SOFT_AND_CONE = ("the soft-threshold does not compose with the projection onto the "
                   "submodular cone")
@@ -42,6 +50,8 @@ class Capabilities:
         How messages and the support table name it (the estimator and its settings).
     options : tuple of str
         The :data:`OPTIONS` its estimator has a parameter for (the others do not apply).
+    penalties : str
+        The :data:`PENALTIES` it takes.
     refused : dict
         ``(kind, option) -> reason`` for each cell it does not support: ``kind`` None for
         every kind, ``option`` None for the kind whatever the options, a tuple for options
@@ -56,6 +66,7 @@ class Capabilities:
 
     name: str
     options: tuple
+    penalties: str
     refused: dict
     certificate: str
     warm_start: bool
@@ -66,6 +77,7 @@ SOLVERS = {
     "bcfw": Capabilities(
         name="BCFWStructuredSVM", options=("elastic_net", "away", "averaging", "bounds", "box",
                                            "sample_weight"),
+        penalties="elastic_net",
         refused={("binary_graph", "elastic_net"): _SOFT_AND_CONE,
                  ("binary_graph", "box"): "a box replaces the projection onto the submodular "
                                           "cone that its graph cuts need (coef_bounds="
@@ -75,7 +87,7 @@ SOLVERS = {
         certificate="exact duality gap (eq. (5)), certified where the oracle is exact",
         warm_start=True, path="certified eps-path under L2 without bounds (BinaryGraphCRF: grid)"),
     "bmrm": Capabilities(
-        name="BMRMStructuredSVM", options=("sample_weight",),
+        name="BMRMStructuredSVM", options=("sample_weight",), penalties="l2",
         refused={("binary_graph", None): "its cutting-plane model keeps no constraint on coef, "
                                          "and the graph cuts need the pairwise table "
                                          "submodular; GraphCRF has no such constraint"},
@@ -83,7 +95,7 @@ SOLVERS = {
         path="grid (warm: cutting planes)"),
     "stochastic": Capabilities(
         name="SmoothSSVMClassifier(solver='casimir-svrg', 'svrg' or 'sgd')",
-        options=("elastic_net", "sample_weight"),
+        options=("elastic_net", "sample_weight"), penalties="elastic_net",
         refused={("graph", "elastic_net"): "the dense-oracle path of the stochastic solvers "
                                            "takes the L2 penalty",
                  ("binary_graph", "elastic_net"): _SOFT_AND_CONE},
@@ -91,6 +103,7 @@ SOLVERS = {
         warm_start=True, path="grid (warm: coefficients, learning rate)"),
     "agm": Capabilities(
         name="SmoothSSVMClassifier(solver='agm')", options=("elastic_net", "sample_weight"),
+        penalties="any",
         refused={("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES,
                  ("compiled", "sample_weight"): "its batched entropy oracle weighs every "
                                                 "example alike"},
@@ -98,7 +111,7 @@ SOLVERS = {
         warm_start=False, path="grid (cold)"),
     "prox-linear": Capabilities(
         name="SmoothSSVMClassifier(feature_map=...) on CandidateSet",
-        options=("elastic_net", "sample_weight"),
+        options=("elastic_net", "sample_weight"), penalties="l2",
         refused={("compiled", "elastic_net"): "the prox-linear method takes the L2 penalty",
                  ("compiled", "sample_weight"): "the prox-linear method weighs every example "
                                                 "alike",
@@ -116,13 +129,15 @@ def structure_kind(problem):
 
 
 def refusal(solver, kind, options=()):
-    """The declared message refusing ``solver`` on structures of ``kind`` with ``options``,
-    or None when the cell is supported."""
-    for (where, option), reason in SOLVERS[solver].refused.items():
+    """The declared message refusing ``solver`` (a :data:`SOLVERS` name or a solver's own
+    :class:`Capabilities`) on structures of ``kind`` with ``options``, or None when the cell
+    is supported."""
+    caps = solver if isinstance(solver, Capabilities) else SOLVERS[solver]
+    for (where, option), reason in caps.refused.items():
         together = () if option is None else (option,) if isinstance(option, str) else option
         if where in (None, kind) and set(together) <= set(options):
             asked = " and ".join(OPTIONS[o] for o in together)
-            return (f"{SOLVERS[solver].name} does not train {KINDS[kind]}"
+            return (f"{caps.name} does not train {KINDS[kind]}"
                     f"{' with ' + asked if asked else ''}: {reason}.")
     return None
 
@@ -134,9 +149,20 @@ def check(solver, problem, options=()):
         raise ValueError(message)
 
 
+def check_penalty(solver, penalty):
+    """Raise a ``ValueError`` when ``solver`` (a :data:`SOLVERS` name or a solver's own
+    :class:`Capabilities`) does not take ``penalty`` (a
+    :class:`~sklearn_ssvm.penalties.Penalty`), before any work."""
+    caps = solver if isinstance(solver, Capabilities) else SOLVERS[solver]
+    taken = caps.penalties == "any" or isinstance(penalty, ElasticNet) and (
+        caps.penalties == "elastic_net" or penalty.l1 == 0 and penalty.p is None)
+    if not taken:
+        raise ValueError(f"{caps.name} takes {PENALTIES[caps.penalties]}, not {penalty!r}.")
+
+
 def support_table():
     """The user guide's support table (markdown), generated from :data:`SOLVERS`."""
-    head = ["solver", *(f"{KINDS[k]}" for k in KINDS), "gap", "alpha path"]
+    head = ["solver", *(f"{KINDS[k]}" for k in KINDS), "penalty", "gap", "alpha path"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for caps in SOLVERS.values():
         cells = []
@@ -148,5 +174,5 @@ def support_table():
                        for where, opt in caps.refused if where in (None, kind) and opt]
             cells.append("yes" + (f", not {', '.join(missing)}" if missing else ""))
         rows.append(f"| `{caps.name}` | " + " | ".join(cells)
-                    + f" | {caps.certificate} | {caps.path} |")
+                    + f" | {PENALTIES[caps.penalties]} | {caps.certificate} | {caps.path} |")
     return "\n".join(rows)

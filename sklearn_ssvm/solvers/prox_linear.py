@@ -20,7 +20,9 @@ import scipy.sparse as sp
 
 from .._kernels.labelings import CANDIDATES
 from ..structures._problem import Problem
+from . import capabilities
 from ._common import Clock, ProgressBar, stop_requested
+from .base import Solver
 from .result import SolverResult, history_record
 from .smooth import casimir_svrg
 
@@ -311,3 +313,38 @@ def prox_linear_loop(feature_map, X, losses, y_true, alpha, solve, *, eta, max_i
                             gap_certified=False,
                             gap_reason="the objective is not convex in the weights: no dual",
                             converged=converged, history=history)
+
+
+def candidate_sets(problem):
+    """The candidate sets ``(X, losses, y_true)`` of a packed ``CandidateSet`` problem, as
+    :func:`linearize` takes them: each example's candidate rows and losses."""
+    rows, bounds = problem.token_matrix(), problem.tok_offsets
+    spans = list(zip(bounds[:-1], bounds[1:]))
+    return ([rows[a:b] for a, b in spans], [problem.tok_loss[a:b] for a, b in spans],
+            problem.y)
+
+
+class ProxLinear(Solver):
+    """:func:`prox_linear` behind the :class:`~sklearn_ssvm.solvers.base.Solver` protocol, on
+    the candidate sets of a packed ``CandidateSet`` problem scored by a non-linear
+    ``feature_map``.
+
+    Parameters
+    ----------
+    feature_map : object
+        The non-linear score (:func:`prox_linear`).
+    smoothing : Smoothing
+        Smoother of the inner problems.
+    **settings
+        The other keyword arguments of :func:`prox_linear`; ``solve(..., warm=result)``
+        starts at a previous result's ``coef`` instead of ``init``.
+    """
+
+    capabilities = capabilities.SOLVERS["prox-linear"]
+
+    def _solve(self, problem, penalty, warm):
+        settings = dict(self.settings)
+        if warm is not None:
+            settings["init"] = warm.coef
+        return prox_linear(settings.pop("feature_map"), *candidate_sets(problem), penalty.c,
+                           settings.pop("smoothing"), **settings)

@@ -31,6 +31,7 @@ from .._kernels.stochastic import (RSUM, S, R, WSUM, flush, lazy_state, prox_ste
 from . import capabilities
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 from ._common import dense_oracles as _dense
+from .base import Solver
 from .catalyst import catalyst, delta_schedule, stopping_test
 from .result import SolverResult, history_record
 
@@ -273,7 +274,7 @@ class Monitor:
                             gap_reason=reason, converged=converged, history=self.history)
 
 
-def svrg(problem, alpha, smoothing, *, learning_rate, max_iter=50, tol=0.0, warmup=0,
+def svrg(problem, penalty, smoothing, *, learning_rate, max_iter=50, tol=0.0, warmup=0,
          prox=None, init=None, random_state=None, n_jobs=None, verbose=0, callback=None):
     """SVRG on ``F_mu`` with a constant ``mu`` (the paper's SVRG baseline, spec 000 §3.6):
     each epoch restarts from the previous epoch's averaged iterate.
@@ -281,10 +282,10 @@ def svrg(problem, alpha, smoothing, *, learning_rate, max_iter=50, tol=0.0, warm
     Parameters
     ----------
     problem : Problem
-    alpha : float or ElasticNet
-        Regularisation ``lambda`` of eq. (1) (the penalty ``lambda/2 ||w||^2``), or an
-        elastic net (:meth:`~sklearn_ssvm.penalties.ElasticNet.from_alpha`): proximal steps,
-        the certificate with its conjugate.
+    penalty : ElasticNet or float
+        The elastic net (:meth:`~sklearn_ssvm.penalties.ElasticNet.from_alpha`): proximal
+        steps, the certificate with its conjugate; a float is ``lambda`` of eq. (1), the L2
+        penalty ``lambda/2 ||w||^2``.
     smoothing : Smoothing
     learning_rate : float
     max_iter : int
@@ -307,7 +308,7 @@ def svrg(problem, alpha, smoothing, *, learning_rate, max_iter=50, tol=0.0, warm
     SmoothResult
     """
     rng = np.random.default_rng(random_state)
-    penalty = _base_penalty(alpha, prox)
+    penalty = _base_penalty(penalty, prox)
     n = problem.n_samples
     w = np.zeros(problem.n_params) if init is None else np.array(init, dtype=float)
     monitor = Monitor(problem, penalty, tol, max_iter, verbose, "SVRG", callback)
@@ -343,12 +344,12 @@ def sgd_warmup(problem, penalty, smoothing, learning_rate, w, warmup, max_iter, 
                            epoch, coef, n * epoch, mu=smoothing.mu))
 
 
-def _base_penalty(alpha, prox):
-    penalty = as_penalty(alpha)
+def _base_penalty(penalty, prox):
+    penalty = as_penalty(penalty)
     return penalty if prox is None else penalty.plus_prox(*prox)
 
 
-def casimir_svrg(problem, alpha, smoothing, *, learning_rate, mu_schedule="expo", kappa=None,
+def casimir_svrg(problem, penalty, smoothing, *, learning_rate, mu_schedule="expo", kappa=None,
                  kappa_schedule="const", warm_start="prox-center", scale_steps=True,
                  inner_epochs=1, inner_test=False, max_iter=50, tol=0.0, warmup=0, prox=None,
                  init=None, random_state=None, n_jobs=None, verbose=0, callback=None):
@@ -359,9 +360,8 @@ def casimir_svrg(problem, alpha, smoothing, *, learning_rate, mu_schedule="expo"
     Parameters
     ----------
     problem : Problem
-    alpha : float or ElasticNet
-        Regularisation ``lambda``, or an elastic net (see :func:`svrg`); Catalyst's ``lambda``
-        is then its l2 modulus ``c``.
+    penalty : ElasticNet or float
+        The penalty, as in :func:`svrg`; Catalyst's ``lambda`` is its l2 modulus ``c``.
     smoothing : Smoothing
         The smoother and ``mu_0``.
     learning_rate : float
@@ -410,7 +410,7 @@ def casimir_svrg(problem, alpha, smoothing, *, learning_rate, mu_schedule="expo"
     if inner_epochs < 1:
         raise ValueError(f"inner_epochs must be >= 1, got {inner_epochs!r}.")
     rng = np.random.default_rng(random_state)
-    base = _base_penalty(alpha, prox)
+    base = _base_penalty(penalty, prox)
     n = problem.n_samples
     w0 = np.zeros(problem.n_params) if init is None else np.array(init, dtype=float)
     kappa = base.c if kappa is None else float(kappa)
@@ -467,7 +467,7 @@ def sgd_step_sizes(schedule, learning_rate, t0, alpha, t):
     return 1.0 / (alpha * (t + 1.0))
 
 
-def sgd(problem, alpha, smoothing, *, learning_rate, schedule="linear", t0=None,
+def sgd(problem, penalty, smoothing, *, learning_rate, schedule="linear", t0=None,
         averaging="weighted", max_iter=100, prox=None, init=None, random_state=None,
         n_jobs=None, verbose=0, callback=None):
     """Stochastic subgradient descent (``smoothing.mu = 0``) or SGD on ``F_mu`` (spec 000
@@ -489,7 +489,7 @@ def sgd(problem, alpha, smoothing, *, learning_rate, schedule="linear", t0=None,
     if averaging not in SGD_AVERAGING:
         raise ValueError(f"averaging must be one of {SGD_AVERAGING}, got {averaging!r}.")
     rng = np.random.default_rng(random_state)
-    penalty = _base_penalty(alpha, prox)
+    penalty = _base_penalty(penalty, prox)
     n = problem.n_samples
     w0 = np.zeros(problem.n_params) if init is None else np.array(init, dtype=float)
     monitor = Monitor(problem, penalty, -np.inf, max_iter, verbose, "SGD", callback)
@@ -608,3 +608,32 @@ def choose_learning_rate(problem, run, smoothing, rng, n_sub=500, grid=tuple(ran
                          f"stable step; rescale them (e.g. with MaxAbsScaler) or set "
                          f"learning_rate explicitly.")
     return scale * 2.0 ** best
+
+
+class Stochastic(Solver):
+    """:func:`sgd`, :func:`svrg` or :func:`casimir_svrg` behind the
+    :class:`~sklearn_ssvm.solvers.base.Solver` protocol.
+
+    Parameters
+    ----------
+    method : {"sgd", "svrg", "casimir-svrg"}
+        The algorithm.
+    smoothing : Smoothing
+        The smoother and its ``mu``.
+    **settings
+        The keyword arguments of that function (``learning_rate``, ``max_iter``, ...) but
+        ``init``: ``solve(..., warm=result)`` starts at a previous result's ``coef``, without
+        the SGD warm-up epochs (the warm start is an informed snapshot).
+    """
+
+    capabilities = capabilities.SOLVERS["stochastic"]
+    methods = {"sgd": sgd, "svrg": svrg, "casimir-svrg": casimir_svrg}
+
+    def _solve(self, problem, penalty, warm):
+        settings = dict(self.settings)
+        run, smoothing = self.methods[settings.pop("method")], settings.pop("smoothing")
+        if warm is not None:
+            settings["init"] = warm.coef
+            if "warmup" in settings:
+                settings["warmup"] = 0
+        return run(problem, penalty, smoothing, **settings)

@@ -1,0 +1,370 @@
+"""The worked examples of ``doc/architecture.md`` ("Adding a penalty, a structure, a solver"):
+one class each, plugged into the library unchanged, and checked as every piece of its axis is
+(the penalty and solver protocols' contract tests run over every implementation here). The
+documentation includes the code between the ``# [name]`` markers verbatim."""
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+from _brute import brute_max, elastic_net_qp
+from _golden import _data, _structures
+from sklearn_ssvm import (BCFWStructuredSVM, BMRMStructuredSVM, CandidateSet, ChainCRF,
+                          MulticlassSVM, SmoothSSVMClassifier)
+from sklearn_ssvm._kernels.labelings import CANDIDATES
+from sklearn_ssvm._kernels.smoothed import ENTROPY
+from sklearn_ssvm.estimators.base import StructuredEstimator
+from sklearn_ssvm.feature_maps import MLPFeatureMap
+from sklearn_ssvm.model_selection import grid_search_path
+from sklearn_ssvm.penalties import ElasticNet, Penalty
+from sklearn_ssvm.solvers import capabilities
+from sklearn_ssvm.solvers.agm import AGM
+from sklearn_ssvm.solvers.base import Solver
+from sklearn_ssvm.solvers.bcfw import BCFW
+from sklearn_ssvm.solvers.bmrm import BMRM, structured_oracle
+from sklearn_ssvm.solvers.capabilities import Capabilities
+from sklearn_ssvm.solvers.prox_linear import ProxLinear
+from sklearn_ssvm.solvers.result import HISTORY_COLUMNS, SolverResult, history_record
+from sklearn_ssvm.solvers.smooth import Smoothing, Stochastic
+
+
+# [penalty]
+@dataclass(frozen=True)
+class GroupLasso(Penalty):
+    """``r(w) = (c/2) ||w||^2 + lam sum_g ||w_g||_2 - <p, w>``: whole groups of coefficients
+    (e.g. every label's weight of one input feature) are zero together."""
+
+    c: float
+    lam: float
+    groups: np.ndarray  # the group of each coefficient, 0 .. n_groups - 1
+    p: np.ndarray = None
+
+    def _shrink(self, v, t):
+        """The group soft-threshold ``v_g max(1 - t / ||v_g||, 0)``."""
+        norms = np.sqrt(np.bincount(self.groups, weights=v * v))
+        scale = np.maximum(1.0 - t / np.where(norms > 0, norms, np.inf), 0.0)
+        return v * scale[self.groups]
+
+    def _shift(self, u, step=1.0):
+        return u if self.p is None else u + step * self.p
+
+    def value(self, w):
+        norms = np.sqrt(np.bincount(self.groups, weights=w * w))
+        return 0.5 * self.c * w @ w + self.lam * norms.sum() - (self._shift(0 * w) @ w)
+
+    def prox(self, v, step):
+        return self._shrink(self._shift(v, step), step * self.lam) / (1.0 + step * self.c)
+
+    def conjugate(self, u):
+        s = self._shrink(self._shift(u), self.lam)
+        return s @ s / (2.0 * self.c)
+
+    def dual_map(self, u):
+        return self._shrink(self._shift(u), self.lam) / self.c
+
+    def model_min(self, q, c):
+        return self._shrink(self._shift(q), self.lam) / (c + self.c)
+
+    def plus_prox(self, kappa, center):
+        p = self._shift(kappa * np.asarray(center, dtype=float))
+        return GroupLasso(self.c + kappa, self.lam, self.groups, p)
+
+    def least_norm_subgradient(self, w, grad):
+        g = grad + self.c * w - self._shift(0 * w)
+        norms = np.sqrt(np.bincount(self.groups, weights=w * w))[self.groups]
+        return np.where(norms > 0, g + self.lam * w / np.where(norms > 0, norms, 1.0),
+                        self._shrink(g, self.lam))
+# [/penalty]
+
+
+# [structure]
+class OrdinalRegression(MulticlassSVM):
+    """Ordered levels ``classes_``: a weight vector per level (``phi(x, k) = e_k (x) x``) and
+    the loss ``|k - y| / (K - 1)``, the distance between levels. Each example's K levels are
+    its candidates, so the compiled candidate-set oracles (max, top-K, smoothed) run it."""
+
+    _kind = CANDIDATES
+    _n_codes = 1  # one statistic per candidate: S(y) = e_y
+
+    def _augment_width(self):  # n_params = n_features_in_ * K
+        return self.n_features_in_ * (len(self.classes_) - 1)
+
+    def _pack(self, X_all, lengths, Y):
+        K = len(self.classes_)  # candidate k of example i: x_i in block k, feature-major
+        return super()._pack(sp.kron(X_all, sp.identity(K), format="csr"), lengths * K, Y)
+
+    def _token_losses(self, Y):
+        K = len(self.classes_)
+        levels = self._encode_labels(Y, np.ones(len(Y)))[0]
+        return (np.abs(levels[:, None] - np.arange(K)) / (K - 1)).ravel()
+
+    def loss(self, y_true, y):
+        return abs(int(self._encode_one(y_true)[0]) - int(self._encode_one(y)[0])) / (
+            len(self.classes_) - 1)
+
+    def decision_function(self, X, coef):
+        scores = self.pack(X).token_matrix() @ np.asarray(coef, dtype=float)
+        return np.asarray(scores).reshape(-1, len(self.classes_))
+
+    def prediction_scorer(self, X, Y):
+        problem = self.pack(X)
+        levels = self._encode_labels(Y, np.ones(len(Y)))[0]
+        return problem, lambda y_pred: 1.0 - float(np.mean(np.abs(y_pred - levels))) / (
+            len(self.classes_) - 1)
+# [/structure]
+
+
+# [solver]
+@dataclass(kw_only=True)
+class BatchFWResult(SolverResult):
+    u: np.ndarray  # the dual point: w = u / alpha at any alpha (a warm start at another one)
+    ell: float
+
+
+class BatchFW(Solver):
+    """Batch Frank-Wolfe on the SSVM dual (Lacoste-Julien et al. 2013, Alg. 1): one oracle pass
+    over all examples per step, an exact line search, the duality gap (5) as certificate."""
+
+    capabilities = Capabilities(
+        name="BatchFWStructuredSVM", options=("sample_weight",), penalties="l2",
+        refused={("binary_graph", None): "its steps keep coef off the submodular cone"},
+        certificate="exact duality gap (eq. (5))", warm_start=True,
+        path="grid (warm: dual point)")
+
+    def _solve(self, problem, penalty, warm):
+        max_iter, tol = self.settings.get("max_iter", 1000), self.settings.get("tol", 1e-3)
+        lam, oracle = penalty.c, structured_oracle(problem)
+        u, ell = (np.zeros(problem.n_params), 0.0) if warm is None else (warm.u, warm.ell)
+        history = []
+        for it in range(1, max_iter + 1):
+            w = u / lam
+            risk, a, loss = oracle(w)  # R(w), its subgradient, the corner's mean loss
+            objective, gap = 0.5 * lam * w @ w + risk, lam * w @ w + a @ w + loss - ell
+            history.append(history_record(iter=it, objective=objective, gap=gap,
+                                          dual_objective=objective - gap,
+                                          oracle_calls=it * problem.n_samples))
+            if gap <= tol:
+                break
+            direction = -a - u  # towards the corner u_s = -a
+            step = min(gap * lam / max(direction @ direction, 1e-300), 1.0)
+            u, ell = u + step * direction, ell + step * (loss - ell)
+        return BatchFWResult(coef=w, objective=objective, dual_objective=objective - gap,
+                             duality_gap=gap, converged=gap <= tol, n_iter=it,
+                             n_oracle_calls=it * problem.n_samples, history=history,
+                             u=u, ell=ell)
+
+
+class BatchFWStructuredSVM(StructuredEstimator):
+    """The structured SVM trained by :class:`BatchFW`."""
+
+    def __init__(self, structure, alpha=None, tol=1e-3, max_iter=1000, warm_start=False):
+        self.structure = structure
+        self.alpha = alpha
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+
+    def _solver(self, problem, loss_scale):
+        return BatchFW(max_iter=self.max_iter, tol=self.tol * loss_scale)
+# [/solver]
+
+
+def _ordinal_data(n=40, levels=(1, 2, 3, 5), seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    latent = X @ np.array([1.5, -1.0, 0.5]) + 0.3 * rng.normal(size=n)
+    return X, np.asarray(levels)[np.digitize(latent, [-1.0, 0.0, 1.0])]
+
+
+# -- the penalty ----------------------------------------------------------------------------
+
+def _penalties(rng, d=6):
+    groups = np.array([0, 0, 1, 1, 1, 2])
+    center = rng.normal(size=d)
+    enet = ElasticNet.from_alpha(0.3, 0.6)
+    group = GroupLasso(0.12, 0.18, groups)
+    return [enet, enet.plus_prox(0.5, center), ElasticNet.from_alpha(2.0), group,
+            group.plus_prox(0.5, center), GroupLasso(0.5, 2.0, groups)]
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_penalty_contract(index):
+    """Every :class:`Penalty`: ``prox`` and ``model_min`` minimise their models (no nearby
+    point does better), ``conjugate`` and ``dual_map`` obey Fenchel-Young, ``plus_prox`` adds
+    its term, and the least-norm subgradient vanishes at the minimiser of a quadratic model."""
+    rng = np.random.default_rng(index)
+    pen = _penalties(rng)[index]
+    for _ in range(10):
+        v, step, q, c = rng.normal(size=6) * 2, rng.choice([0.05, 1.0, 20.0]), \
+            rng.normal(size=6) * 2, 0.7
+        x, m = pen.prox(v, step), pen.model_min(q, c)
+        u = rng.normal(size=6) * rng.choice([0.1, 1.0, 5.0])
+        w = pen.dual_map(u)
+        assert pen.conjugate(u) == pytest.approx(u @ w - pen.value(w), rel=1e-12, abs=1e-12)
+        for _ in range(20):
+            d = rng.normal(size=6) * rng.choice([1e-4, 1e-2, 1.0])
+            assert (np.sum((x - v) ** 2) / (2 * step) + pen.value(x)
+                    <= np.sum((x + d - v) ** 2) / (2 * step) + pen.value(x + d) + 1e-12)
+            assert (0.5 * c * m @ m - q @ m + pen.value(m)
+                    <= 0.5 * c * (m + d) @ (m + d) - q @ (m + d) + pen.value(m + d) + 1e-12)
+            assert pen.conjugate(u) >= u @ (w + d) - pen.value(w + d) - 1e-12
+        assert pen.subgradient_distance(m, c * m - q) <= 1e-10
+        z, y = rng.normal(size=6), rng.normal(size=6)
+        shifted = pen.plus_prox(0.4, z)
+        drop = [shifted.value(t) - pen.value(t) - 0.2 * np.sum((t - z) ** 2) for t in (x, y)]
+        assert drop[0] == pytest.approx(drop[1], abs=1e-10)
+
+
+def test_group_lasso_trains_with_agm_and_zeroes_whole_features():
+    """The group lasso through the solver protocol: AGM certifies its gap (the conjugate is the
+    group lasso's own, checked above); singleton groups are the elastic net, whose solution
+    the same solver reaches; large groups zero every label's weight of some input features."""
+    X, y = _data("flat")
+    structure = MulticlassSVM()
+    problem = structure.prepare(X, y)
+    K = len(structure.classes_)  # coef is feature-major: coefficient j*K + k is feature j
+    agm = AGM(mu=1e-6, tol=1e-7, max_iter=5000)
+    by_feature = GroupLasso(0.1, 0.3, np.repeat(np.arange(X.shape[1]), K))
+    result = agm.solve(problem, by_feature)
+    assert result.gap_certified and result.duality_gap <= 1e-6
+    W = result.coef.reshape(X.shape[1], K)
+    zero_rows = np.all(W == 0, axis=1)
+    assert 0 < zero_rows.sum() < X.shape[1]
+    singletons = GroupLasso(0.1, 0.05, np.arange(problem.n_params))
+    enet = ElasticNet(0.1, 0.05)
+    a, b = agm.solve(problem, singletons), agm.solve(problem, enet)
+    np.testing.assert_allclose(a.coef, b.coef, atol=1e-6)
+    qp, _ = elastic_net_qp(structure, X, y, enet)
+    assert qp - 1e-6 <= a.objective <= qp + 1e-6
+
+
+def test_solvers_with_compiled_soft_thresholds_refuse_the_group_lasso():
+    problem = MulticlassSVM().prepare(*_data("flat"))
+    penalty = GroupLasso(0.1, 0.1, np.zeros(problem.n_params, dtype=int))
+    for solver in (BCFW(max_iter=2), BMRM(max_iter=2)):
+        with pytest.raises(ValueError, match=f"{solver.capabilities.name} takes the "):
+            solver.solve(problem, penalty)
+
+
+# -- the structure --------------------------------------------------------------------------
+
+def test_ordinal_oracle_matches_enumeration():
+    X, y = _ordinal_data()
+    structure = OrdinalRegression()
+    structure.prepare(X, y)
+    rng = np.random.default_rng(1)
+    for i in range(10):
+        coef = rng.normal(size=structure.n_params)
+        level, value = structure.max_oracle(X[i], y[i], coef)
+        best, _ = brute_max(structure, X[i], y[i], coef)
+        assert value == pytest.approx(best, abs=1e-12)
+        assert value == pytest.approx(structure.loss(y[i], level) + coef @ (
+            structure.joint_feature(X[i], level) - structure.joint_feature(X[i], y[i])))
+    assert structure.loss(1, 5) == 1.0 and structure.loss(2, 3) == pytest.approx(1 / 3)
+
+
+def test_ordinal_regression_trains_with_every_estimator():
+    """BCFW reaches the enumeration QP's optimum within its certified gap; BMRM and Smooth fit
+    it unchanged; the score is 1 - mean level distance; GridSearchCV and clone work."""
+    X, y = _ordinal_data()
+    bcfw = BCFWStructuredSVM(OrdinalRegression(), alpha=0.1, tol=1e-6, max_iter=2000,
+                             random_state=0).fit(X, y)
+    qp, _ = elastic_net_qp(bcfw.structure_, X, y, ElasticNet.from_alpha(0.1))
+    assert bcfw.converged_ and bcfw.primal_objective_ - 1e-6 <= qp <= bcfw.primal_objective_
+    predicted = bcfw.predict(X)
+    assert set(predicted) <= {1, 2, 3, 5}
+    distance = np.abs(np.searchsorted([1, 2, 3, 5], predicted) - np.searchsorted([1, 2, 3, 5],
+                                                                                   y)) / 3
+    assert bcfw.score(X, y) == pytest.approx(1 - distance.mean())
+    assert bcfw.score(X, y) > 0.9
+    np.testing.assert_array_equal(np.asarray([1, 2, 3, 5])[bcfw.decision_function(X).argmax(1)],
+                                  predicted)
+    for other in (BMRMStructuredSVM(OrdinalRegression(), alpha=0.1, tol=1e-4),
+                  SmoothSSVMClassifier(OrdinalRegression(), alpha=0.1, random_state=0)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert other.fit(X, y).score(X, y) > 0.85
+    search = GridSearchCV(clone(bcfw).set_params(tol=1e-3), {"alpha": [0.01, 0.1]}, cv=2)
+    assert search.fit(X, y).best_estimator_.score(X, y) > 0.85
+
+
+# -- the solver -----------------------------------------------------------------------------
+
+def test_batch_fw_reaches_the_optimum_within_its_certificate():
+    X, Y = _data("chain")
+    est = BatchFWStructuredSVM(ChainCRF(), alpha=0.1, tol=1e-4, max_iter=20000).fit(X, Y)
+    qp, _ = elastic_net_qp(est.structure_, X, Y, ElasticNet.from_alpha(0.1))
+    primal = est.primal_objective(X, Y)
+    assert est.converged_ and qp - 1e-9 <= primal <= qp + est.duality_gap_ + 1e-9
+    bcfw = BCFWStructuredSVM(ChainCRF(), alpha=0.1, tol=1e-6, max_iter=2000,
+                             random_state=0).fit(X, Y)
+    # strong convexity: ||w - w*||^2 <= 2 (P(w) - P*) / alpha for both
+    bound = np.sqrt(2 * est.duality_gap_ / 0.1) + np.sqrt(2 * bcfw.duality_gap_ / 0.1)
+    assert np.linalg.norm(est.coef_ - bcfw.coef_) <= bound
+    assert set(est.history_[0]) >= set(HISTORY_COLUMNS)
+
+
+def test_batch_fw_walks_a_warm_grid_and_refuses_what_it_declares():
+    X, Y = _data("chain")
+    alphas = [0.3, 0.2, 0.1]
+    est = BatchFWStructuredSVM(ChainCRF(), tol=1e-3, max_iter=20000)
+    warm = grid_search_path(est, X, Y, alphas=alphas, tol=1e-3)
+    cold = grid_search_path(est, X, Y, alphas=alphas, tol=1e-3, warm_start=None)
+    assert np.all(warm.gaps_ <= 1e-3)
+    assert warm.n_oracle_calls_[-1] < cold.n_oracle_calls_[-1]
+    make, data = _structures()["binary_graph"]
+    with pytest.raises(ValueError) as error:
+        BatchFWStructuredSVM(make()).fit(*_data(data))
+    assert str(error.value) == capabilities.refusal(BatchFW.capabilities, "binary_graph")
+    with pytest.raises(ValueError, match="takes the L2 penalty"):
+        BatchFW().solve(ChainCRF().prepare(X, Y), ElasticNet.from_alpha(0.1, 0.5))
+
+
+# -- the solver protocol over every implementation ------------------------------------------
+
+def _solvers():
+    smoothing = Smoothing(ENTROPY, 1, 0.1)
+    stochastic = dict(smoothing=smoothing, learning_rate=0.1, max_iter=2, random_state=0)
+    return {"bcfw": BCFW(max_iter=3), "bmrm": BMRM(max_iter=3),
+            "sgd": Stochastic(method="sgd", **stochastic),
+            "svrg": Stochastic(method="svrg", **stochastic),
+            "casimir-svrg": Stochastic(method="casimir-svrg", **stochastic),
+            "agm": AGM(mu=0.1, max_iter=3),
+            "prox-linear": ProxLinear(feature_map=MLPFeatureMap(n_hidden=2, random_state=0),
+                                      smoothing=smoothing, eta=1.0, learning_rate=0.05,
+                                      max_iter=2, init=None, random_state=0),
+            "batch-fw": BatchFW(max_iter=3)}
+
+
+@pytest.mark.parametrize("name", sorted(_solvers()))
+def test_solver_contract(name):
+    """Every :class:`Solver`: a :class:`SolverResult` with finite coefficients, the common
+    history columns and a labelled gap; a warm start from its own result; a penalty it does
+    not take refused with the declared message before any work."""
+    solver = _solvers()[name]
+    if name == "prox-linear":
+        X, Y = _data("candidates")
+        problem = CandidateSet().prepare(X, Y)
+        n_params = solver.settings["feature_map"].n_params(problem.n_features)
+    else:
+        problem = ChainCRF().prepare(*_data("chain"))
+        n_params = problem.n_params
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = solver.solve(problem, 0.1)
+        assert isinstance(result, SolverResult) and result.coef.shape == (n_params,)
+        assert np.all(np.isfinite(result.coef)) and result.n_iter >= 1
+        assert all(set(record) >= set(HISTORY_COLUMNS) for record in result.history)
+        assert result.gap_certified or result.gap_reason
+        if solver.capabilities.warm_start:
+            again = solver.solve(problem, 0.05, warm=result)
+            assert np.all(np.isfinite(again.coef))
+    group = GroupLasso(0.1, 0.1, np.zeros(problem.n_params, dtype=int))
+    if solver.capabilities.penalties != "any":
+        with pytest.raises(ValueError) as error:
+            solver.solve(problem, group)
+        assert str(error.value).startswith(f"{solver.capabilities.name} takes ")
