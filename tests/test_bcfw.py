@@ -9,6 +9,7 @@ from sklearn.svm import LinearSVC
 
 from sklearn_ssvm import (BCFWStructuredSVM, BinarySVM, BMRMStructuredSVM, ChainCRF, MulticlassSVM,
                           MultiLabel)
+from sklearn_ssvm._kernels.bcfw import PassAtoms, PassAverages, PassDual, PassSchedule, PassWeights
 from sklearn_ssvm.solvers.bcfw import bcfw, certificate, weights
 
 from _brute import all_labelings
@@ -187,12 +188,13 @@ def test_weighted_averaging_is_the_weighted_mean_of_iterates():
     blocks = rng.integers(0, problem.n_samples, size=25)
     total = np.zeros_like(coef)
     for k, i in enumerate(blocks, start=1):
-        bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, W,
-                  theta, *NO_BOX, state.M,
-                  state.Q, state.ell_blocks, alpha, problem.block_n, np.array([i]), 0, 1,
-                  np.zeros(0), False,
-                  -1.0, np.zeros(problem.n_samples), 0, *no_atoms, False, 0.0, 0.0, k - 1,
-                  *averages.arrays())
+        bcfw_pass(problem.packed(), gram, gram_off,
+                  PassWeights(W, theta, W, theta, *NO_BOX, alpha, 0.0),
+                  PassDual(state.M, state.Q, state.ell_blocks, problem.block_n),
+                  PassSchedule(np.array([i]), 1, np.zeros(0), False, -1.0,
+                               np.zeros(problem.n_samples)),
+                  PassAtoms(0, *no_atoms, False, 0.0, 0.0), PassAverages(k - 1, *averages.arrays()),
+                  0)
         total += k * coef
     K = len(blocks)
     mean = total / (K * (K + 1) / 2)
@@ -238,23 +240,21 @@ def test_gap_sampling_visits_every_block_first_then_follows_the_gaps():
     gram, gram_off = problem.gram
     estimates = np.full(n, np.inf)
     no_avg = DualState.zeros_like(state, rows=False)
+    fixed = (PassWeights(W, theta, W, theta, *NO_BOX, 0.1, 0.0),
+             PassDual(state.M, state.Q, state.ell_blocks, problem.block_n))
+    no_atoms = (PassAtoms(0, *astuple(ActiveSets.none(problem)), False, 0.0, 0.0),
+                PassAverages(0, *no_avg.arrays()))
     first, uniforms = _pass_order("gap", estimates, rng)
     assert sorted(first) == list(range(n))
-    done, _, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W,
-                           theta, W, theta, *NO_BOX, state.M, state.Q, state.ell_blocks, 0.1,
-                           problem.block_n, first, 0, n, uniforms,
-                           True, -1.0, estimates, 0, *astuple(ActiveSets.none(problem)), False,
-                           0.0, 0.0, 0, *no_avg.arrays())
+    done, _, _ = bcfw_pass(problem.packed(), gram, gram_off, *fixed,
+                           PassSchedule(first, n, uniforms, True, -1.0, estimates), *no_atoms, 0)
     assert done == n and np.all(np.isfinite(estimates))
     # a block whose estimate is 0 is never drawn again; with all estimates 0 the pass stops
     estimates[:] = 0.0
     first, uniforms = _pass_order("gap", estimates, rng)
     assert len(first) == 0
-    done, _, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, W,
-                           theta, W, theta, *NO_BOX, state.M, state.Q, state.ell_blocks, 0.1,
-                           problem.block_n, first, 0, n, uniforms,
-                           True, -1.0, estimates, 0, *astuple(ActiveSets.none(problem)), False,
-                           0.0, 0.0, 0, *no_avg.arrays())
+    done, _, _ = bcfw_pass(problem.packed(), gram, gram_off, *fixed,
+                           PassSchedule(first, n, uniforms, True, -1.0, estimates), *no_atoms, 0)
     assert done == 0
 
 
@@ -353,12 +353,12 @@ def test_active_sets_stay_consistent(step, data, room):
     estimates = np.full(n, np.inf)
     duals = []
     for _ in range(15):
-        done, full, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off,
-                                  W, theta, W, theta, *NO_BOX, state.M, state.Q, state.ell_blocks,
-                                  alpha, problem.block_n, rng.integers(0, n, size=n), 0, n, np.zeros(0), False, -1.0,
-                                  estimates, PAIRWISE if step == "pairwise" else AWAY,
-                                  atoms.labels, atoms.weights, atoms.count, False, 0.0, 0.0, 0,
-                                  *no_avg.arrays(), 0.0, capped)
+        done, full, _ = bcfw_pass(
+            problem.packed(), gram, gram_off, PassWeights(W, theta, W, theta, *NO_BOX, alpha, 0.0),
+            PassDual(state.M, state.Q, state.ell_blocks, problem.block_n),
+            PassSchedule(rng.integers(0, n, size=n), n, np.zeros(0), False, -1.0, estimates),
+            PassAtoms(PAIRWISE if step == "pairwise" else AWAY, atoms.labels, atoms.weights,
+                      atoms.count, False, 0.0, 0.0), PassAverages(0, *no_avg.arrays()), 0, capped)
         assert done == n and not full
         duals.append(state.ell_blocks.sum() - 0.5 * alpha * coef @ coef)
         for i in range(n):
@@ -745,11 +745,12 @@ def test_sparse_pairwise_steps_equal_the_dense_ones(structure, cache):
         scored = problem.split_coef(coef.copy()) if bounded else (W, theta)
         estimates = start.gap_estimates.copy()
         done, full, hits = bcfw_pass(
-            *problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, *scored,
-            *box, state.M, state.Q, state.ell_blocks, alpha, problem.block_n, order, 0, n,
-            np.zeros(0), False,
-            -1.0, estimates, PAIRWISE, atoms.labels, atoms.weights, atoms.count, cache, 0.25,
-            1e-12, 0, *DualState.zeros_like(state, rows=False).arrays())  # no hits of gap ~0
+            problem.packed(), gram, gram_off, PassWeights(W, theta, *scored, *box, alpha, 0.0),
+            PassDual(state.M, state.Q, state.ell_blocks, problem.block_n),
+            PassSchedule(order, n, np.zeros(0), False, -1.0, estimates),
+            PassAtoms(PAIRWISE, atoms.labels, atoms.weights, atoms.count, cache, 0.25,
+                      1e-12),  # no hits of gap ~0
+            PassAverages(0, *DualState.zeros_like(state, rows=False).arrays()), 0)
         assert done == n and not full
         runs.append((coef, state, atoms, estimates, hits))
     (c1, s1, a1, e1, h1), (c2, s2, a2, e2, h2) = runs

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF, MulticlassSVM
-from sklearn_ssvm._kernels.bcfw import AWAY, FW, PAIRWISE, bcfw_pass
+from sklearn_ssvm._kernels.bcfw import (AWAY, FW, PAIRWISE, PassAtoms, PassAverages, PassDual,
+                                        PassSchedule, PassWeights, bcfw_pass)
 from sklearn_ssvm.model_selection import regularization_path
 from sklearn_ssvm.penalties import ElasticNet, soft_threshold
 from sklearn_ssvm.solvers.bcfw import DualState, bcfw, certificate, weights
@@ -47,12 +48,13 @@ def run_pass(problem, penalty, state, atoms, W, theta, Wc, theta_c, blocks, step
     if averages is None:
         averages = DualState.zeros_like(state, rows=False)
     done, full, _ = bcfw_pass(
-        *problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta, Wc, theta_c,
-        *NO_BOX, state.M, state.Q, state.ell_blocks, penalty.c, problem.block_n,
-        np.asarray(blocks), 0,
-        len(blocks), np.zeros(0), False, -1.0, np.full(problem.n_samples, np.inf), step_type,
-        atoms.labels, atoms.weights, atoms.count, True, np.inf, 0.0, 0, *averages.arrays(),
-        penalty.l1 / penalty.c)
+        problem.packed(), gram, gram_off,
+        PassWeights(W, theta, Wc, theta_c, *NO_BOX, penalty.c, penalty.l1 / penalty.c),
+        PassDual(state.M, state.Q, state.ell_blocks, problem.block_n),
+        PassSchedule(np.asarray(blocks), len(blocks), np.zeros(0), False, -1.0,
+                     np.full(problem.n_samples, np.inf)),
+        PassAtoms(step_type, atoms.labels, atoms.weights, atoms.count, True, np.inf, 0.0),
+        PassAverages(0, *averages.arrays()), 0)
     assert done == len(blocks) and not full
 
 

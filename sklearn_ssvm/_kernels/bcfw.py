@@ -23,6 +23,7 @@ Rows are label variables and columns atoms, so all the labelings of a block are 
 step scoring a block's cached labelings reads a few cache lines, not one per labeling.
 """
 import functools
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
@@ -251,14 +252,30 @@ def _move_gathered(touched_row, touched_col, direction, m, gamma, kappa, W, thet
             theta_c[c] = _soft(theta[c], kappa)
 
 
-def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss,
-              gram,
-              gram_off, W, theta, Wc, theta_c, lower_W, upper_W, lower_theta, upper_theta, M, Q,
-              ell_blocks, lam, block_n, first_blocks, start, n_steps, uniforms,
-              gap_sampling, exit_below, gap_estimates, step_type, atom_y, atom_w, atom_n,
-              use_cache, cache_F, cache_min_gap, step0, VM, VQ, Vell, kappa=0.0,
+#: the model a pass updates and scores with: ``v = (W, theta)``, the scoring weights
+#: ``w = (Wc, theta_c)`` (the same arrays without a box or the elastic net), the box (zero-size
+#: arrays: none), the penalty's ``lam`` and the elastic net's threshold ``kappa``
+PassWeights = namedtuple("PassWeights", "W theta Wc theta_c lower_W upper_W lower_theta "
+                                        "upper_theta lam kappa")
+#: the dual blocks in label space and each block's share ``1 / block_n`` of the mean loss
+PassDual = namedtuple("PassDual", "M Q ell_blocks block_n")
+#: which blocks the steps visit: the ones known ahead, then gap sampling's draws
+PassSchedule = namedtuple("PassSchedule", "first_blocks n_steps uniforms gap_sampling exit_below "
+                                          "gap_estimates")
+#: the step type and the atom store, which doubles as the cache of labelings
+PassAtoms = namedtuple("PassAtoms", "step_type atom_y atom_w atom_n use_cache cache_F "
+                                    "cache_min_gap")
+#: weighted averaging: the global step before the pass and the accumulated changes
+PassAverages = namedtuple("PassAverages", "step0 VM VQ Vell")
+
+
+def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, start,
               drop_when_full=False):
     """Steps ``start .. n_steps - 1`` of a pass, one block each, with exact line searches.
+
+    The arrays come bundled: ``packed`` (``labelings.Packed``), ``model`` (``PassWeights``),
+    ``dual``, ``schedule``, ``store`` (``PassAtoms``) and ``averages``, named tuples built once
+    per pass; the description below names their fields.
 
     The blocks are ``first_blocks`` in order, then (``gap_sampling``) blocks drawn with
     probability proportional to their gap estimates (spec 002 Alg. 2) through a sum tree, using
@@ -310,12 +327,9 @@ def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, nod
     corner maximises ``H_i``); the objective can rise only when the lightest weight exceeds
     twice the line search's step, and the dual point stays feasible, so certificates hold.
     """
-    kernel = _pass_kernel(int(kind), kappa > 0.0, step_type != FW or bool(use_cache))
-    return kernel(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
-                  tok_loss, gram, gram_off, W, theta, Wc, theta_c, lower_W, upper_W, lower_theta,
-                  upper_theta, M, Q, ell_blocks, lam, block_n, first_blocks, start, n_steps,
-                  uniforms, gap_sampling, exit_below, gap_estimates, step_type, atom_y, atom_w,
-                  atom_n, use_cache, cache_F, cache_min_gap, step0, VM, VQ, Vell, kappa,
+    kernel = _pass_kernel(int(packed.kind), model.kappa > 0.0,
+                          store.step_type != FW or bool(store.use_cache))
+    return kernel(packed, gram, gram_off, model, dual, schedule, store, averages, start,
                   drop_when_full)
 
 
@@ -329,13 +343,16 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
     bookkeeping. (Only the inlined oracle takes the constant: a constant argument of a compiled
     kernel would compile it once more, for that literal.)"""
     @njit(cache=True, nogil=True)
-    def bcfw_pass(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
-                  tok_loss, gram, gram_off, W, theta, Wc, theta_c, lower_W, upper_W, lower_theta,
-                  upper_theta, M, Q, ell_blocks, lam, block_n, first_blocks, start, n_steps,
-                  uniforms, gap_sampling, exit_below, gap_estimates, step_type, atom_y, atom_w,
-                  atom_n, use_cache, cache_F, cache_min_gap, step0, VM, VQ, Vell, kappa,
+    def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, start,
                   drop_when_full):
         """The pass (see ``bcfw_pass``)."""
+        kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss = \
+            packed
+        W, theta, Wc, theta_c, lower_W, upper_W, lower_theta, upper_theta, lam, kappa = model
+        M, Q, ell_blocks, block_n = dual
+        first_blocks, n_steps, uniforms, gap_sampling, exit_below, gap_estimates = schedule
+        step_type, atom_y, atom_w, atom_n, use_cache, cache_F, cache_min_gap = store
+        step0, VM, VQ, Vell = averages
         n = tok_off.shape[0] - 1
         C = W.shape[1]
         p = theta.shape[0]

@@ -10,6 +10,8 @@ counts. Scores are then ``<U, S(y)> + <theta, q(y)>`` with ``U = X W`` the unary
 module knows, for each structure kind, ``S``, ``q``, the loss and the (loss-augmented) argmax.
 Solvers only ever see these functions, so they never hold dense per-example joint features.
 """
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -23,6 +25,13 @@ MULTILABEL_INDEPENDENT = 3  # one token, row = indicator vector of the labels
 MULTILABEL_TREE = 4  # same, plus 2x2 tables on the edges of a tree (exact max-product)
 MULTILABEL_FULL = 5  # same, plus 2x2 tables on every pair of labels (exhaustive search)
 CANDIDATES = 6  # tokens are candidate outputs, one column: S(y) = e_y; given loss per candidate
+
+#: the packed examples as the kernels read them, bundled once per problem
+#: (``Problem.packed()``): the structure kind and its graph (edges, parent and order of a tree),
+#: the tokens' features (CSR), their offsets per example, the encoded labelings and their
+#: offsets, and per-token losses
+Packed = namedtuple("Packed", "kind edges parent order indptr indices data tok_off y node_off "
+                              "tok_loss")
 
 # Flags passed to other kernels as numpy scalars: a literal True or False in a call would
 # compile a second specialisation of the callee for that literal.

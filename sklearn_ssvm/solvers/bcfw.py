@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._kernels.batch import weights_from_state
-from .._kernels.bcfw import AWAY, FW, PAIRWISE, bcfw_pass, state_from_atoms
+from .._kernels.bcfw import (AWAY, FW, PAIRWISE, PassAtoms, PassAverages, PassDual,
+                             PassSchedule, PassWeights, bcfw_pass, state_from_atoms)
 from .._kernels.labelings import CHAIN
 from ..penalties import as_penalty, soft_threshold
 from ..structures._problem import example_rows
@@ -553,14 +554,15 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
                     return dense_pass(problem, state, coef, clipped, scorer, alpha, first,
                                       start, *rest, atoms, *caching, steps, averages, capped)
             else:
-                args = (*problem.graph_args(), *problem.data_args(), gram, gram_off, W, theta,
-                        Wc, theta_c, *limits, state.M, state.Q, state.ell_blocks, alpha,
-                        problem.block_n, first)
-                last = (*averages.arrays(), kappa)
+                bundles = (problem.packed(), gram, gram_off,
+                           PassWeights(W, theta, Wc, theta_c, *limits, alpha, kappa),
+                           PassDual(state.M, state.Q, state.ell_blocks, problem.block_n),
+                           PassSchedule(first, *rest[:-1]))
 
                 def run(start, capped):
-                    return bcfw_pass(*args, start, *rest, atoms.labels, atoms.weights,
-                                     atoms.count, *caching, steps, *last, capped)
+                    return bcfw_pass(*bundles, PassAtoms(rest[-1], atoms.labels, atoms.weights,
+                                                         atoms.count, *caching),
+                                     PassAverages(steps, *averages.arrays()), start, capped)
             done, needs_room, pass_hits = run(0, room_limit is not None
                                               and atoms.room >= room_limit)
             while needs_room:  # a block's active set is full: double the room, go on

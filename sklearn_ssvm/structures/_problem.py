@@ -250,6 +250,17 @@ class Problem(ExampleWeights):
         return sp.csr_matrix((self.data, self.indices, self.indptr),
                              shape=(self.tok_offsets[-1], self.n_features))
 
+    def packed(self):
+        """Return the packed arrays bundled as the kernels take them.
+
+        Returns
+        -------
+        Packed
+            ``(kind, edges, parent, order, indptr, indices, data, tok_offsets, y,
+            node_offsets, tok_loss)``, a named tuple (``_kernels.labelings.Packed``).
+        """
+        return labelings.Packed(*self.graph_args(), *self.data_args())
+
     def graph_args(self):
         """Return the structure arguments the kernels take first.
 
