@@ -18,8 +18,7 @@ def max_length(offsets):
     return m
 
 
-def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
-               tok_loss, W, theta, augment, M, Q, y_out, values, true_scores, expected_scores):
+def oracle_all(packed, W, theta, augment, M, Q, y_out, values, true_scores, expected_scores):
     """Run the (loss-augmented) oracle on every example at the weights ``(W, theta)``.
 
     Writes the argmax labelings to ``y_out`` (packed like ``y``) and their values to ``values``.
@@ -28,9 +27,8 @@ def oracle_all(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
     dual distribution (``expected_scores``): together they give exact hinge losses and block
     duality gaps in one pass. Runs on ``threads.n_threads()`` threads.
     """
-    run_chunks(_oracle_range(int(kind)), tok_off.shape[0] - 1, kind, edges, parent, order,
-               indptr, indices, data, tok_off, y, node_off, tok_loss, W, theta, augment, M, Q,
-               y_out, values, true_scores, expected_scores)
+    run_chunks(_oracle_range(int(packed.kind)), packed.tok_off.shape[0] - 1, packed, W, theta,
+               augment, M, Q, y_out, values, true_scores, expected_scores)
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,9 +36,10 @@ def _oracle_range(structure_kind):
     """``oracle_all`` on examples ``lo..hi-1``, scratch buffers allocated once, compiled for one
     structure kind (the oracle inlined and pruned to it: see ``labelings.oracle_one_kind``)."""
     @njit(cache=True, nogil=True)
-    def oracle_range(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
-                     tok_loss, W, theta, augment, M, Q, y_out, values, true_scores,
+    def oracle_range(packed, W, theta, augment, M, Q, y_out, values, true_scores,
                      expected_scores, lo, hi):
+        kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss = \
+            packed
         C = W.shape[1]
         with_state = M.shape[0] > 0
         max_T = max_length(tok_off[lo:hi + 1])
@@ -64,14 +63,14 @@ def _oracle_range(structure_kind):
 
 
 @njit(cache=True, nogil=True)
-def weights_from_state(kind, edges, indptr, indices, data, tok_off, y, node_off, tok_loss, M, Q,
-                       scale, sample_weight, W, theta):
+def weights_from_state(packed, M, Q, scale, sample_weight, W, theta):
     """``w = scale * sum_i w_i [phi(x_i, y_i) - E_{alpha_i} phi(x_i, .)]`` from the label-space
     state, ``w_i = sample_weight[i]`` (ones unweighted).
 
     With ``scale = 1/(lambda n)`` this is ``w(alpha) = A alpha`` (spec 002 eq. (3)); solvers call
     it to resynchronise incrementally updated weights.
     """
+    kind, edges, _, _, indptr, indices, data, tok_off, y, node_off, _ = packed
     n = tok_off.shape[0] - 1
     C = W.shape[1]
     W[:, :] = 0.0

@@ -251,8 +251,7 @@ def smoothed_oracle(kind, U, theta, y_true, losses, edges, parent, order, smooth
                           Q_i, work)
 
 
-def smoothed_losses(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
-                    tok_loss, W, theta, smoothing, K, mu, values, M, Q):
+def smoothed_losses(packed, W, theta, smoothing, K, mu, values, M, Q):
     """Smoothed hinge ``f_i = h(z_i) - score(y_i) >= 0`` of every example and its label-space
     gradient statistics.
 
@@ -263,16 +262,15 @@ def smoothed_losses(kind, edges, parent, order, indptr, indices, data, tok_off, 
     ``X_i^T (M_i - S(y_i)) (+) (Q_i - q(y_i))`` (Lemma 7, eq. (11)). Runs on
     ``threads.n_threads()`` threads.
     """
-    _check_smoothing(kind, smoothing)  # before the threads start
-    run_chunks(_smoothed_range, tok_off.shape[0] - 1, kind, edges, parent, order, indptr,
-               indices, data, tok_off, y, node_off, tok_loss, W, theta, smoothing, K, mu, values,
-               M, Q)
+    _check_smoothing(packed.kind, smoothing)  # before the threads start
+    run_chunks(_smoothed_range, packed.tok_off.shape[0] - 1, packed, W, theta, smoothing, K, mu,
+               values, M, Q)
 
 
 @njit(cache=True, nogil=True)
-def _smoothed_range(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
-                    tok_loss, W, theta, smoothing, K, mu, values, M, Q, lo, hi):
+def _smoothed_range(packed, W, theta, smoothing, K, mu, values, M, Q, lo, hi):
     """``smoothed_losses`` on examples ``lo..hi-1``, scratch buffers allocated once."""
+    kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss = packed
     C = W.shape[1]
     max_T = max_length(tok_off[lo:hi + 1])
     U_buf = np.empty((max_T, C))

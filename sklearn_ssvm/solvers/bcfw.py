@@ -259,8 +259,8 @@ def weights(problem, state, penalty):
         return -(state.M.T @ (1.0 / problem.block_n)) / c
     W = np.zeros((problem.n_features, problem.n_codes))
     theta = np.zeros(problem.n_pair)
-    weights_from_state(problem.kind, problem.edges, *problem.data_args(), state.M, state.Q,
-                       1.0 / (c * problem.n_samples), problem.sample_weight, W, theta)
+    weights_from_state(problem.packed(), state.M, state.Q, 1.0 / (c * problem.n_samples),
+                       problem.sample_weight, W, theta)
     return np.concatenate([W.ravel(), theta])
 
 

@@ -124,8 +124,8 @@ def full_gradient(problem, coef, smoothing):
     grad = np.zeros(problem.n_params)
     W, theta = problem.split_coef(grad)
     # weights_from_state gives scale * sum_i w_i X_i^T (S(y_i) - M_i): the mean gradient is -1/n
-    weights_from_state(problem.kind, problem.edges, *problem.data_args(), M, Q,
-                       -1.0 / problem.n_samples, problem.sample_weight, W, theta)
+    weights_from_state(problem.packed(), M, Q, -1.0 / problem.n_samples, problem.sample_weight,
+                       W, theta)
     return FullGradient(problem.weighted_mean(values), grad, M, Q, problem.weighted_mean(ell))
 
 

@@ -442,8 +442,8 @@ class Problem(ExampleWeights):
         expected = np.zeros(n)
         if M is None:
             M, Q = np.zeros((0, self.n_codes)), np.zeros((0, self.n_pair))
-        batch.oracle_all(*self.graph_args(), *self.data_args(), np.ascontiguousarray(W), theta,
-                         augment, M, Q, y_out, values, true_scores, expected)
+        batch.oracle_all(self.packed(), np.ascontiguousarray(W), theta, augment, M, Q, y_out,
+                         values, true_scores, expected)
         return y_out, values, true_scores, expected
 
     def smoothed_losses(self, coef, smoothing, mu, K):
@@ -479,8 +479,8 @@ class Problem(ExampleWeights):
         values = np.empty(n)
         M = np.empty((self.tok_offsets[-1], self.n_codes))
         Q = np.empty((n, self.n_pair))
-        smoothed.smoothed_losses(*self.graph_args(), *self.data_args(), np.ascontiguousarray(W),
-                                 theta, smoothing, K, mu, values, M, Q)
+        smoothed.smoothed_losses(self.packed(), np.ascontiguousarray(W), theta, smoothing, K, mu,
+                                 values, M, Q)
         return values, M, Q
 
     def hinge_losses(self, coef):
