@@ -100,11 +100,13 @@ def _buffers(kind, tok_off, C, n_pair, K):
 
 
 @njit(cache=True, nogil=True)
-def _label_gradient(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
-                    tok_loss, smoothing, K, mu, M_ref, Q_ref, i, v, B, s, r, has_B, U_buf,
-                    M_buf, q_buf, theta, work):
+def _label_gradient(packed, smoother, reference, i, v, B, s, r, has_B, buffers):
     """The step's label-space gradient at ``w = s v + r B`` (``B`` ignored unless ``has_B``):
     returns ``M_i - Mref_i`` (a view of ``M_buf``), with ``Q_i - Qref_i`` in ``q_buf``."""
+    kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss = packed
+    smoothing, K, mu = smoother
+    M_ref, Q_ref = reference
+    U_buf, M_buf, q_buf, theta, work = buffers
     C = M_ref.shape[1]
     n_pair = Q_ref.shape[1]
     F = (v.shape[0] - n_pair) // C
@@ -138,20 +140,25 @@ def _label_gradient(kind, edges, parent, order, indptr, indices, data, tok_off, 
 
 
 @njit(cache=True, nogil=True)
-def stochastic_steps(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
-                     tok_loss, smoothing, K, mu, M_ref, Q_ref, samples, step_sizes, decays,
-                     avg_weights, v, B, lazy, acc, marks):
+def stochastic_steps(packed, smoother, reference, steps, v, B, lazy, acc, marks):
     """Run ``len(samples)`` stochastic steps; step ``t`` uses example ``samples[t]``, step size
     ``step_sizes[t]``, decay ``decays[t] = 1 - gamma_t c`` and averaging weight
     ``avg_weights[t]``.
 
+    ``packed`` is ``labelings.Packed``, ``smoother`` the tuple ``(smoothing, K, mu)`` of
+    ``smoothed_oracle``, ``reference`` the reference statistics ``(M_ref, Q_ref)`` and
+    ``steps`` the tuple ``(samples, step_sizes, decays, avg_weights)``.
+
     ``v`` (flat ``[vec(W), theta]``), ``B``, ``lazy`` (see ``lazy_state``), ``acc`` and ``marks``
     (one per feature row plus one for theta) are updated in place.
     """
+    kind, _, _, _, indptr, indices, data, tok_off, _, _, _ = packed
+    samples, step_sizes, decays, avg_weights = steps
     F = marks.shape[0] - 1
-    C = M_ref.shape[1]
-    n_pair = Q_ref.shape[1]
-    U_buf, M_buf, q_buf, theta, work = _buffers(kind, tok_off, C, n_pair, K)
+    C = reference[0].shape[1]
+    n_pair = reference[1].shape[1]
+    buffers = _buffers(kind, tok_off, C, n_pair, smoother[1])
+    q_buf = buffers[2]
     has_B = B.shape[0] > 0  # else w = s v: no dense constant (plain SGD)
     for t in range(samples.shape[0]):
         i = samples[t]
@@ -159,9 +166,7 @@ def stochastic_steps(kind, edges, parent, order, indptr, indices, data, tok_off,
         T = tok_off[i + 1] - t0
         s = lazy[S]
         r = lazy[R]
-        Mi = _label_gradient(kind, edges, parent, order, indptr, indices, data, tok_off, y,
-                             node_off, tok_loss, smoothing, K, mu, M_ref, Q_ref, i, v, B, s, r,
-                             has_B, U_buf, M_buf, q_buf, theta, work)
+        Mi = _label_gradient(packed, smoother, reference, i, v, B, s, r, has_B, buffers)
         # dense part: s <- a s, r <- a r - gamma
         gamma = step_sizes[t]
         s_new = decays[t] * s
@@ -201,12 +206,13 @@ def _soft(z, t):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _catch_up(x, b, l1, u, end, start, step_sizes, decays, avg_weights, hist_S, hist_R,
-              hist_P, hist_Q):
+def _catch_up(x, b, l1, u, end, start, steps, history):
     """Apply the skipped steps ``start + u .. start + end - 1`` to one untouched coordinate
     ``x`` (its ``B`` entry ``b``): returns its value at time ``end`` and the weighted sum of
     its iterates at times ``u + 1 .. end`` (see the module docstring; times count steps from
-    ``start``, the last rescaling)."""
+    ``start``, the last rescaling). ``history`` is ``(S, R, P, Q)`` per time."""
+    _, step_sizes, decays, avg_weights = steps
+    hist_S, hist_R, hist_P, hist_Q = history
     total = 0.0
     if x == 0.0 and abs(b) <= l1:  # the common case of rare features: 0 stays 0
         return x, total
@@ -247,8 +253,7 @@ def _catch_up(x, b, l1, u, end, start, step_sizes, decays, avg_weights, hist_S, 
 
 
 @njit(cache=True, nogil=True)
-def _catch_up_rows(rows, n_rows, time, w, B, acc, stamps, l1, C, start, step_sizes, decays,
-                   avg_weights, hist_S, hist_R, hist_P, hist_Q):
+def _catch_up_rows(rows, n_rows, time, w, B, acc, stamps, l1, C, start, steps, history):
     """Bring the first ``n_rows`` feature rows of ``rows`` (and their average) to ``time``."""
     has_B = B.shape[0] > 0
     for e in range(n_rows):
@@ -258,26 +263,26 @@ def _catch_up_rows(rows, n_rows, time, w, B, acc, stamps, l1, C, start, step_siz
         for c in range(C):
             idx = j * C + c
             w[idx], total = _catch_up(w[idx], B[idx] if has_B else 0.0, l1, stamps[j], time,
-                                      start, step_sizes, decays, avg_weights, hist_S, hist_R,
-                                      hist_P, hist_Q)
+                                      start, steps, history)
             acc[idx] += total
         stamps[j] = time
 
 
 @njit(cache=True, nogil=True)
-def prox_steps(kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off,
-               tok_loss, smoothing, K, mu, M_ref, Q_ref, samples, step_sizes, decays,
-               avg_weights, l1, w, B, lazy, acc):
+def prox_steps(packed, smoother, reference, steps, l1, w, B, lazy, acc):
     """``stochastic_steps`` with the elastic net's proximal steps (``l1 > 0``).
 
     ``w`` is the explicit iterate (flat ``[vec(W), theta]``); on return it and ``acc`` (the
     weighted sum of the iterates) are up to date in every row, and ``lazy[WSUM]`` has the
     weights added (the other slots of ``lazy`` stay those of ``w = v``).
     """
-    C = M_ref.shape[1]
-    n_pair = Q_ref.shape[1]
+    kind, _, _, _, indptr, indices, data, tok_off, _, _, _ = packed
+    samples, step_sizes, decays, avg_weights = steps
+    C = reference[0].shape[1]
+    n_pair = reference[1].shape[1]
     F = (w.shape[0] - n_pair) // C
-    U_buf, M_buf, q_buf, theta, work = _buffers(kind, tok_off, C, n_pair, K)
+    buffers = _buffers(kind, tok_off, C, n_pair, smoother[1])
+    q_buf = buffers[2]
     has_B = B.shape[0] > 0
     n_steps = samples.shape[0]
     # per time since the last rescaling: S, R, P and Q of the module docstring
@@ -286,6 +291,7 @@ def prox_steps(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
     hist_P = np.empty(n_steps + 1)
     hist_Q = np.empty(n_steps + 1)
     hist_S[0], hist_R[0], hist_P[0], hist_Q[0] = 1.0, 0.0, 0.0, 0.0
+    history = (hist_S, hist_R, hist_P, hist_Q)
     start = 0  # the step at time 0
     stamps = np.zeros(F, np.int64)  # time at which each row's value in w holds
     all_rows = np.arange(F)
@@ -294,11 +300,9 @@ def prox_steps(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
         time = t - start
         i = samples[t]
         lo, hi = indptr[tok_off[i]], indptr[tok_off[i + 1]]
-        _catch_up_rows(indices[lo:hi], hi - lo, time, w, B, acc, stamps, l1, C, start,
-                       step_sizes, decays, avg_weights, hist_S, hist_R, hist_P, hist_Q)
-        Mi = _label_gradient(kind, edges, parent, order, indptr, indices, data, tok_off, y,
-                             node_off, tok_loss, smoothing, K, mu, M_ref, Q_ref, i, w, B, 1.0,
-                             0.0, False, U_buf, M_buf, q_buf, theta, work)
+        _catch_up_rows(indices[lo:hi], hi - lo, time, w, B, acc, stamps, l1, C, start, steps,
+                       history)
+        Mi = _label_gradient(packed, smoother, reference, i, w, B, 1.0, 0.0, False, buffers)
         gamma = step_sizes[t]
         a = decays[t]
         # the dense part once per touched row, the sparse part per token, then the threshold
@@ -336,10 +340,10 @@ def prox_steps(kind, edges, parent, order, indptr, indices, data, tok_off, y, no
         hist_P[time + 1] = hist_P[time] + omega * s_new
         hist_Q[time + 1] = hist_Q[time] + omega * s_new * hist_R[time + 1]
         if s_new < RESCALE:  # restart the histories: S, R and P mix scales up to 1e6
-            _catch_up_rows(all_rows, F, time + 1, w, B, acc, stamps, l1, C, start, step_sizes,
-                           decays, avg_weights, hist_S, hist_R, hist_P, hist_Q)
+            _catch_up_rows(all_rows, F, time + 1, w, B, acc, stamps, l1, C, start, steps,
+                           history)
             start = t + 1
             stamps[:] = 0
             hist_S[0], hist_R[0], hist_P[0], hist_Q[0] = 1.0, 0.0, 0.0, 0.0
-    _catch_up_rows(all_rows, F, n_steps - start, w, B, acc, stamps, l1, C, start, step_sizes,
-                   decays, avg_weights, hist_S, hist_R, hist_P, hist_Q)
+    _catch_up_rows(all_rows, F, n_steps - start, w, B, acc, stamps, l1, C, start, steps,
+                   history)

@@ -144,8 +144,8 @@ class LazyIterate:
 
     def steps(self, smoothing, M_ref, Q_ref, samples, step_sizes, decays, weights):
         p = self.problem
-        args = (*p.graph_args(), *p.data_args(), smoothing.code, smoothing.K, smoothing.mu,
-                M_ref, Q_ref, samples, step_sizes, decays, weights)
+        args = (p.packed(), (smoothing.code, smoothing.K, smoothing.mu), (M_ref, Q_ref),
+                (samples, step_sizes, decays, weights))
         if self.l1 > 0:
             prox_steps(*args, self.l1, self.v, self.B, self.lazy, self.acc)
         else:
