@@ -119,12 +119,14 @@ LARGE_WEIGHTS = 1 << 17
 
 
 @njit(cache=True, nogil=True)
-def _prefetch_block(i, indptr, indices, data, tok_off, y, node_off, tok_loss, gram, gram_off,
-                    M, Q, atom_y, atom_w, dense_state):
+def _prefetch_block(i, packed, gram, gram_off, dual, store, dense_state):
     """Start fetching what a step on block ``i`` reads: its CSR slice, Gram matrix, labels,
     losses, atoms and their weights, and with ``dense_state`` its rows of ``M`` and ``Q`` (a
     sparse step touches a few entries of them: fetching ``Q_i``, ``C^2`` floats, would cost
     more memory traffic than the step saves). See ``prefetch.py``."""
+    _, _, _, _, indptr, indices, data, tok_off, y, node_off, tok_loss = packed
+    M, Q = dual.M, dual.Q
+    atom_y, atom_w = store.atom_y, store.atom_w
     t0 = tok_off[i]
     t1 = tok_off[i + 1]
     if dense_state:
@@ -144,9 +146,13 @@ def _prefetch_block(i, indptr, indices, data, tok_off, y, node_off, tok_loss, gr
 
 
 @njit(cache=True, nogil=True)
-def _dense_direction(kind, edges, M, Q, t0, i, T, n0, n1, yi, ys, L_s, losses, atom_y, away,
-                     away_step, pairwise, ell_i, n, D, dq):
-    """Write a step's direction ``(D, dq)`` densely; return its ``dl``."""
+def _dense_direction(kind, edges, dual, atom_y, block, step, D, dq):
+    """Write a step's direction ``(D, dq)`` densely; return its ``dl``. ``block`` is
+    ``(i, t0, T, n0, n1, yi, losses, ell_i, n)``, ``step`` ``(ys, L_s, away, away_step,
+    pairwise)``."""
+    M, Q = dual.M, dual.Q
+    i, t0, T, n0, n1, yi, losses, ell_i, n = block
+    ys, L_s, away, away_step, pairwise = step
     C = D.shape[1]
     for t in range(T):
         for c in range(C):
@@ -188,13 +194,17 @@ def _dense_entries(D, dq, rows, cols, vals, q_index, q_vals):
 
 
 @njit(cache=True, nogil=True)
-def _gather_direction(indptr, indices, data, t0, rows, cols, vals, n_s, q_index, q_vals, n_q,
-                      scale, W, theta, slot, touched_row, touched_col, base, direction):
+def _gather_direction(packed, t0, entries, scale, W, theta, touched):
     """The weights' move ``e = scale * (X_i^T D (+) dq)`` on the ``m`` coordinates it touches,
-    ``(D, dq)`` given by entries: ``(touched_row, touched_col)`` an entry of ``W`` (row -1:
-    entry ``touched_col`` of ``theta``), ``base`` its value, ``direction`` its move (a feature
-    of several tokens is one coordinate). ``slot`` maps each of the ``W.size + theta.size``
-    coordinates to its place, -1 when untouched, and is left all -1. Returns ``m``."""
+    ``(D, dq)`` given by ``entries = (rows, cols, vals, n_s, q_index, q_vals, n_q)``; in
+    ``touched = (slot, touched_row, touched_col, base, direction)``, ``(touched_row,
+    touched_col)`` an entry of ``W`` (row -1: entry ``touched_col`` of ``theta``), ``base`` its
+    value, ``direction`` its move (a feature of several tokens is one coordinate). ``slot`` maps
+    each of the ``W.size + theta.size`` coordinates to its place, -1 when untouched, and is left
+    all -1. Returns ``m``."""
+    indptr, indices, data = packed.indptr, packed.indices, packed.data
+    rows, cols, vals, n_s, q_index, q_vals, n_q = entries
+    slot, touched_row, touched_col, base, direction = touched
     C = W.shape[1]
     theta0 = W.shape[0] * C
     m = 0
@@ -420,8 +430,8 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
                 return b, False, n_hits
             drawn = -1
             if b + 2 < n_first:
-                _prefetch_block(first_blocks[b + 2], indptr, indices, data, tok_off, y, node_off,
-                                tok_loss, gram, gram_off, M, Q, atom_y, atom_w, not sparse_steps)
+                _prefetch_block(first_blocks[b + 2], packed, gram, gram_off, dual, store,
+                                not sparse_steps)
             if large_weights and b + 1 < n_first:
                 j = first_blocks[b + 1]
                 prefetch_rows(indices, indptr[tok_off[j]], indptr[tok_off[j + 1]], Wc)
@@ -487,8 +497,7 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
             if (gap_sampling and b + 1 >= n_first and b + 1 < n_steps
                     and sum_tree_total(tree) > 0.0):
                 drawn = sum_tree_sample(tree, uniforms[b + 1])
-                _prefetch_block(drawn, indptr, indices, data, tok_off, y, node_off, tok_loss, gram,
-                                gram_off, M, Q, atom_y, atom_w, not sparse_steps)
+                _prefetch_block(drawn, packed, gram, gram_off, dual, store, not sparse_steps)
             L_s = label_loss(kind, yi, ys, losses)
             # the step's direction (D, dq, dl), rate of decrease and largest step
             numerator = gap
@@ -525,14 +534,15 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
                                             q_vals)
                 dl = (L_s - label_loss(kind, yi, ya, losses)) / nb
             else:
-                dl = _dense_direction(kind, edges, M, Q, t0, i, T, n0, n1, yi, ys, L_s, losses,
-                                      atom_y, away, away_step, pairwise, ell_blocks[i], nb, D, dq)
+                dl = _dense_direction(kind, edges, dual, atom_y,
+                                      (i, t0, T, n0, n1, yi, losses, ell_blocks[i], nb),
+                                      (ys, L_s, away, away_step, pairwise), D, dq)
             if soft:  # exact line search on the elastic-net dual, f'(0) = -N
                 if not sparse_steps:
                     n_s, n_q = _dense_entries(D, dq, rows, cols, vals, q_index, q_vals)
-                m = _gather_direction(indptr, indices, data, t0, rows, cols, vals, n_s, q_index,
-                                      q_vals, n_q, -1.0 / lam_n, W, theta, slot, touched_row,
-                                      touched_col, base, direction)
+                m = _gather_direction(packed, t0, (rows, cols, vals, n_s, q_index, q_vals, n_q),
+                                      -1.0 / lam_n, W, theta,
+                                      (slot, touched_row, touched_col, base, direction))
                 gamma = soft_line_search(dl, base, direction, m, kappa, 1.0 / lam, gamma_max,
                                          breaks, owner)
             else:  # exact line search: gamma* = N lambda n^2 / quad, clipped to [0, gamma_max]
