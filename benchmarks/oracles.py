@@ -34,7 +34,8 @@ from numba import njit
 
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF
 from sklearn_ssvm._kernels.batch import max_length
-from sklearn_ssvm._kernels.bcfw import FW, PAIRWISE, bcfw_pass
+from sklearn_ssvm._kernels.bcfw import (FW, PAIRWISE, PassAtoms, PassAverages, PassDual,
+                                        PassSchedule, PassWeights, bcfw_pass)
 from sklearn_ssvm._kernels.chain import (forward_backward, topk_viterbi, topk_viterbi_into,
                                          topk_viterbi_work_size, viterbi_into,
                                          viterbi_work_size)
@@ -226,11 +227,11 @@ def main():
 
     def one_pass():
         blocks = rng.integers(0, n, size=n)
-        bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off, Wp, th, Wp, th,
-                  *no_box, state.M,
-                  state.Q, state.ell_blocks, 0.01, problem.block_n, blocks, 0, n, np.zeros(0),
-                  False, -1.0,
-                  np.zeros(n), FW, *no_atoms, False, 0.0, 0.0, 0, *no_averaging)
+        bcfw_pass(problem.packed(), gram, gram_off,
+                  PassWeights(Wp, th, Wp, th, *no_box, 0.01, 0.0),
+                  PassDual(state.M, state.Q, state.ell_blocks, problem.block_n),
+                  PassSchedule(blocks, n, np.zeros(0), False, -1.0, np.zeros(n)),
+                  PassAtoms(FW, *no_atoms, False, 0.0, 0.0), PassAverages(0, *no_averaging), 0)
 
     first, wall, cpu, _ = timed(one_pass, args.repeats)
     print(f"\nBCFW pass over {n} words: {1e3 * wall:.1f} ms wall, {1e3 * cpu:.1f} ms CPU "
@@ -247,12 +248,13 @@ def main():
         blocks, done = rng.permutation(n), 0
         while True:
             atoms = pw_atoms[0]
-            done, full, _ = bcfw_pass(*problem.graph_args(), *problem.data_args(), gram, gram_off,
-                                      Wq, thq, Wq, thq, *no_box, pw_state.M, pw_state.Q,
-                                      pw_state.ell_blocks, 0.01, problem.block_n, blocks, done, n,
-                                      np.zeros(0),
-                                      False, -1.0, np.zeros(n), PAIRWISE, *astuple(atoms), False,
-                                      0.0, 0.0, 0, *no_averaging)
+            done, full, _ = bcfw_pass(
+                problem.packed(), gram, gram_off,
+                PassWeights(Wq, thq, Wq, thq, *no_box, 0.01, 0.0),
+                PassDual(pw_state.M, pw_state.Q, pw_state.ell_blocks, problem.block_n),
+                PassSchedule(blocks, n, np.zeros(0), False, -1.0, np.zeros(n)),
+                PassAtoms(PAIRWISE, *astuple(atoms), False, 0.0, 0.0),
+                PassAverages(0, *no_averaging), done)
             if not full:
                 return
             pw_atoms[0] = atoms.grown()
