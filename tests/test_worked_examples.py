@@ -242,6 +242,14 @@ def test_group_lasso_trains_with_agm_and_zeroes_whole_features():
     assert qp - 1e-6 <= a.objective <= qp + 1e-6
 
 
+def test_solve_refuses_the_structure_kinds_a_solver_declares_it_refuses():
+    make, data = _structures()["graph"]
+    problem = make().prepare(*_data(data))
+    with pytest.raises(ValueError) as error:
+        AGM(mu=0.1, max_iter=2).solve(problem, 0.1)
+    assert str(error.value) == capabilities.refusal("agm", "graph")
+
+
 def test_solvers_with_compiled_soft_thresholds_refuse_the_group_lasso():
     problem = MulticlassSVM().prepare(*_data("flat"))
     penalty = GroupLasso(0.1, 0.1, np.zeros(problem.n_params, dtype=int))

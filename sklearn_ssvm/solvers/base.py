@@ -33,7 +33,8 @@ class Solver(ABC):
     Subclasses set ``capabilities`` (a :class:`~sklearn_ssvm.solvers.capabilities.Capabilities`)
     and implement ``_solve(problem, penalty, warm)``. The contract, tested over every
     implementation (``tests/test_worked_examples.py``, ``tests/test_support.py``): ``solve``
-    refuses a penalty or cell it does not support with the declared message before any work,
+    refuses a penalty or a structure kind it does not support with the declared message before
+    any work (cells that depend on options: :meth:`check`, which the estimators call),
     returns finite ``coef`` of ``problem.n_params`` entries with the common result fields, and
     labels a gap that is not a certificate (``gap_certified=False`` and the reason).
     """
@@ -59,7 +60,8 @@ class Solver(ABC):
             Packed training data.
         penalty : Penalty or float
             The regulariser (a float ``alpha``: the L2 penalty ``alpha/2 ||w||^2``); one the
-            solver does not take (``capabilities.penalties``) is refused before any work.
+            solver does not take (``capabilities.penalties``) is refused before any work, as
+            is a structure kind it refuses whatever the options.
         warm : SolverResult or None
             A previous result of this solver on the same examples, to continue from.
 
@@ -69,6 +71,7 @@ class Solver(ABC):
         """
         penalty = as_penalty(penalty)
         _capabilities.check_penalty(self.capabilities, penalty)
+        _capabilities.check(self.capabilities, problem)  # the structure kinds it refuses
         return self._solve(problem, penalty, warm)
 
     @abstractmethod
