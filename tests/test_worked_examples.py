@@ -49,12 +49,15 @@ class GroupLasso(Penalty):
         scale = np.maximum(1.0 - t / np.where(norms > 0, norms, np.inf), 0.0)
         return v * scale[self.groups]
 
+    def _linear(self, like):
+        return np.zeros_like(like) if self.p is None else self.p
+
     def _shift(self, u, step=1.0):
-        return u if self.p is None else u + step * self.p
+        return u + step * self._linear(u)
 
     def value(self, w):
         norms = np.sqrt(np.bincount(self.groups, weights=w * w))
-        return 0.5 * self.c * w @ w + self.lam * norms.sum() - (self._shift(0 * w) @ w)
+        return 0.5 * self.c * w @ w + self.lam * norms.sum() - self._linear(w) @ w
 
     def prox(self, v, step):
         return self._shrink(self._shift(v, step), step * self.lam) / (1.0 + step * self.c)
@@ -70,11 +73,11 @@ class GroupLasso(Penalty):
         return self._shrink(self._shift(q), self.lam) / (c + self.c)
 
     def plus_prox(self, kappa, center):
-        p = self._shift(kappa * np.asarray(center, dtype=float))
+        p = kappa * np.asarray(center, dtype=float) + self._linear(center)
         return GroupLasso(self.c + kappa, self.lam, self.groups, p)
 
     def least_norm_subgradient(self, w, grad):
-        g = grad + self.c * w - self._shift(0 * w)
+        g = grad + self.c * w - self._linear(w)
         norms = np.sqrt(np.bincount(self.groups, weights=w * w))[self.groups]
         return np.where(norms > 0, g + self.lam * w / np.where(norms > 0, norms, 1.0),
                         self._shrink(g, self.lam))
