@@ -3,6 +3,7 @@ change of structure and compared after it (``test_golden.py``). A cell is its fi
 ``coef_``, ``duality_gap_``, ``primal_objective_`` and ``n_iter_``, or the refusal's message.
 
     python tests/_golden.py          # (re)record tests/golden_results.json
+    python tests/_golden.py NAME...  # re-record these cells only
 """
 import json
 import sys
@@ -146,8 +147,12 @@ def _to_json(result):
     return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in result.items()}
 
 
-def record():
-    results = {name: _to_json(run()) for name, run in cells().items()}
+def record(names=()):
+    """(Re)record every cell, or only ``names`` (cells whose arithmetic a change meant to
+    change), keeping the others' results."""
+    runs = cells()
+    results = json.loads(RESULTS.read_text()) if names else {}
+    results.update({name: _to_json(runs[name]()) for name in (names or runs)})
     RESULTS.write_text("{\n" + ",\n".join(f"{json.dumps(name)}: {json.dumps(results[name])}"
                                            for name in sorted(results)) + "\n}\n")
     return results
@@ -155,5 +160,5 @@ def record():
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).parents[1]))
-    recorded = record()
+    recorded = record(sys.argv[1:])
     print(f"{len(recorded)} cells, {sum('refused' in r for r in recorded.values())} refused")

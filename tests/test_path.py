@@ -422,10 +422,8 @@ def test_proposition_1_on_active_sets(step, cache):
         return
     expected = keep_primal_rescale(res.state, rho, DualState.at_labels(problem))
     rebuilt = DualState.zeros_like(res.state)
-    state_from_atoms(problem.kind, problem.edges, problem.tok_offsets, problem.y,
-                     problem.node_offsets, problem.tok_loss, atoms.labels, atoms.weights,
-                     atoms.count,
-                     rebuilt.M, rebuilt.Q, rebuilt.ell_blocks, problem.block_n)
+    state_from_atoms(problem.packed(), atoms.labels, atoms.weights, atoms.count, rebuilt.M,
+                     rebuilt.Q, rebuilt.ell_blocks, problem.block_n)
     np.testing.assert_allclose(rebuilt.M, expected.M, atol=1e-12)
     np.testing.assert_allclose(rebuilt.Q, expected.Q, atol=1e-12)
     np.testing.assert_allclose(rebuilt.ell_blocks, expected.ell_blocks, atol=1e-14)

@@ -85,8 +85,8 @@ def test_lazy_rescaling_and_weighted_average():
     problem = structure.prepare(X, Y)
     sm = smooth.Smoothing(*smoothing_code(None, None, problem.kind), 0.0)
     from sklearn_ssvm._kernels.batch import stats_from_labels
-    M_ref, Q_ref = stats_from_labels(problem.kind, problem.edges, problem.tok_offsets, problem.y,
-                                     problem.node_offsets, problem.n_codes, problem.n_pair)
+    M_ref, Q_ref = stats_from_labels(problem.packed(), problem.y, problem.n_codes,
+                                     problem.n_pair)
     w0 = rng.normal(size=problem.n_params)
     lazy = smooth.LazyIterate(problem, w0)
     n_steps = 400
@@ -290,7 +290,7 @@ def test_expected_losses_are_linear_in_the_label_statistics(structure):
                 else np.array([y], dtype=np.int32)
             add_stats(problem.kind, codes, prob,
                       M[problem.tok_offsets[i]:problem.tok_offsets[i + 1]],
-                      np.zeros(problem.n_pair), problem.edges)
+                      np.zeros(problem.n_pair), problem.example_graph(i))
             total += prob * structure.loss(Y[i], y)
         expected.append(total)
     got = expected_losses(problem.kind, problem.tok_offsets, problem.y, problem.node_offsets,

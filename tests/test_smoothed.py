@@ -136,7 +136,7 @@ def test_batched_matches_single_example_kernel(instance, code, K):
     values, M, Q = problem.smoothed_losses(coef, code, mu, K)
     W, theta = problem.split_coef(coef)
     U_all = problem.token_matrix() @ W
-    kind, edges, parent, order = problem.graph_args()
+    kind, parent, order = problem.kind, problem.parent, problem.order
     for i in range(problem.n_samples):
         t0, t1 = problem.tok_offsets[i], problem.tok_offsets[i + 1]
         yi = problem.y[problem.node_offsets[i]:problem.node_offsets[i + 1]]
@@ -145,11 +145,12 @@ def test_batched_matches_single_example_kernel(instance, code, K):
         M_i = np.full((t1 - t0, problem.n_codes), np.nan)  # overwritten, not accumulated
         Q_i = np.full(problem.n_pair, np.nan)
         work = np.empty(smoothed_oracle_work_size(kind, t1 - t0, problem.n_codes, K))
-        h = smoothed_oracle(kind, U, theta, yi, problem.tok_loss[t0:t1], edges, parent, order,
-                            code, K, mu, M_i, Q_i, work)
+        graph = problem.example_graph(i)
+        h = smoothed_oracle(kind, U, theta, yi, problem.tok_loss[t0:t1], graph, parent, order,
+                            (code, K, mu), M_i, Q_i, work)
         np.testing.assert_array_equal(U, U_before)  # restored exactly
         assert values[i] >= 0.0
-        assert values[i] == pytest.approx(h - labeling_score(kind, U, theta, yi, edges),
+        assert values[i] == pytest.approx(h - labeling_score(kind, U, theta, yi, graph),
                                           abs=1e-12)
         np.testing.assert_allclose(M[t0:t1], M_i, atol=1e-12)
         np.testing.assert_allclose(Q[i], Q_i, atol=1e-12)

@@ -4,8 +4,9 @@ import functools
 import numpy as np
 from numba import njit
 
-from .labelings import (add_stats, expected_label_loss, expected_score, labeling_score,
-                        oracle_one_kind, oracle_work_size)
+from .labelings import (GRAPH, add_stats, example_graph, expected_label_loss, expected_score,
+                        labeling_score, oracle_one_kind, oracle_work_size)
+from .python_oracle import graph_oracle
 from .sparse import add_outer_into, unary_scores_into
 from .threads import run_chunks
 
@@ -38,8 +39,8 @@ def _oracle_range(structure_kind):
     @njit(cache=True, nogil=True)
     def oracle_range(packed, W, theta, augment, M, Q, y_out, values, true_scores,
                      expected_scores, lo, hi):
-        kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss = \
-            packed
+        kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss, \
+            _, _, python_oracle = packed
         C = W.shape[1]
         with_state = M.shape[0] > 0
         max_T = max_length(tok_off[lo:hi + 1])
@@ -52,10 +53,15 @@ def _oracle_range(structure_kind):
             unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
             yi = y[node_off[i]:node_off[i + 1]]
             yo = y_out[node_off[i]:node_off[i + 1]]
-            values[i] = oracle_one_kind(structure_kind, U, theta, yi, tok_loss[t0:t0 + T],
-                                        augment, edges, parent, order, yo, work)
+            graph = example_graph(packed, i)
+            if structure_kind == GRAPH:
+                values[i] = graph_oracle(python_oracle, i, U, theta, yi, tok_loss[t0:t0 + T],
+                                         augment, graph, yo)
+            else:
+                values[i] = oracle_one_kind(structure_kind, U, theta, yi, tok_loss[t0:t0 + T],
+                                            augment, edges, parent, order, yo, work)
             if augment:
-                true_scores[i] = labeling_score(kind, U, theta, yi, edges)
+                true_scores[i] = labeling_score(kind, U, theta, yi, graph)
                 if with_state:
                     expected_scores[i] = expected_score(U, theta, M, Q, t0, i)
 
@@ -70,7 +76,8 @@ def weights_from_state(packed, M, Q, scale, sample_weight, W, theta):
     With ``scale = 1/(lambda n)`` this is ``w(alpha) = A alpha`` (spec 002 eq. (3)); solvers call
     it to resynchronise incrementally updated weights.
     """
-    kind, edges, _, _, indptr, indices, data, tok_off, y, node_off, _ = packed
+    kind, indptr, indices, data = packed.kind, packed.indptr, packed.indices, packed.data
+    tok_off, y, node_off = packed.tok_off, packed.y, packed.node_off
     n = tok_off.shape[0] - 1
     C = W.shape[1]
     W[:, :] = 0.0
@@ -83,7 +90,7 @@ def weights_from_state(packed, M, Q, scale, sample_weight, W, theta):
             for c in range(C):
                 D[t, c] = -M[t0 + t, c]
         dq = -Q[i].copy()
-        add_stats(kind, y[node_off[i]:node_off[i + 1]], 1.0, D, dq, edges)
+        add_stats(kind, y[node_off[i]:node_off[i + 1]], 1.0, D, dq, example_graph(packed, i))
         s = scale * sample_weight[i]
         add_outer_into(indptr, indices, data, t0, t0 + T, D, s, W)
         for j in range(theta.shape[0]):
@@ -91,15 +98,16 @@ def weights_from_state(packed, M, Q, scale, sample_weight, W, theta):
 
 
 @njit(cache=True, nogil=True)
-def stats_from_labels(kind, edges, tok_off, y, node_off, n_codes, n_pair):
-    """Dual state of the vertex ``alpha_i = e_{y_i}``: rows ``S(y_i)`` of ``M``, ``q(y_i)`` of
-    ``Q``."""
+def stats_from_labels(packed, y, n_codes, n_pair):
+    """Dual state of the vertex ``alpha_i = e_{y_i}`` (``y`` packed like ``packed.y``): rows
+    ``S(y_i)`` of ``M``, ``q(y_i)`` of ``Q``."""
+    kind, tok_off, node_off = packed.kind, packed.tok_off, packed.node_off
     n = tok_off.shape[0] - 1
     M = np.zeros((tok_off[n], n_codes))
     Q = np.zeros((n, n_pair))
     for i in range(n):
         add_stats(kind, y[node_off[i]:node_off[i + 1]], 1.0, M[tok_off[i]:tok_off[i + 1]], Q[i],
-                  edges)
+                  example_graph(packed, i))
     return M, Q
 
 

@@ -29,10 +29,11 @@ import numpy as np
 from numba import njit
 
 from .batch import max_length
-from .labelings import (FALSE, TRUE, add_stats, expected_score, label_loss, labeling_score,
-                        oracle_one_kind, oracle_work_size, stats_difference)
+from .labelings import (FALSE, GRAPH, TRUE, add_stats, example_graph, expected_score, label_loss,
+                        labeling_score, oracle_one_kind, oracle_work_size, stats_difference)
 from .penalty import soft_line_search
 from .prefetch import prefetch_rows, prefetch_span
+from .python_oracle import graph_oracle
 from .sampling import sum_tree, sum_tree_sample, sum_tree_total, sum_tree_update
 from .sparse import (add_entries_outer, add_outer_into, clip_rows, entries_quadratic,
                      gram_quadratic, unary_scores_into)
@@ -124,7 +125,8 @@ def _prefetch_block(i, packed, gram, gram_off, dual, store, dense_state):
     losses, atoms and their weights, and with ``dense_state`` its rows of ``M`` and ``Q`` (a
     sparse step touches a few entries of them: fetching ``Q_i``, ``C^2`` floats, would cost
     more memory traffic than the step saves). See ``prefetch.py``."""
-    _, _, _, _, indptr, indices, data, tok_off, y, node_off, tok_loss = packed
+    indptr, indices, data, tok_off = packed.indptr, packed.indices, packed.data, packed.tok_off
+    y, node_off, tok_loss = packed.y, packed.node_off, packed.tok_loss
     M, Q = dual.M, dual.Q
     atom_y, atom_w = store.atom_y, store.atom_w
     t0 = tok_off[i]
@@ -146,7 +148,7 @@ def _prefetch_block(i, packed, gram, gram_off, dual, store, dense_state):
 
 
 @njit(cache=True, nogil=True)
-def _dense_direction(kind, edges, dual, atom_y, block, step, D, dq):
+def _dense_direction(kind, graph, dual, atom_y, block, step, D, dq):
     """Write a step's direction ``(D, dq)`` densely; return its ``dl``. ``block`` is
     ``(i, t0, T, n0, n1, yi, losses, ell_i, n)``, ``step`` ``(ys, L_s, away, away_step,
     pairwise)``."""
@@ -160,14 +162,14 @@ def _dense_direction(kind, edges, dual, atom_y, block, step, D, dq):
     for j in range(dq.shape[0]):
         dq[j] = Q[i, j] if away_step else (0.0 if pairwise else -Q[i, j])
     if away_step:  # D = M_i - S(y_a)
-        add_stats(kind, atom_y[n0:n1, away], -1.0, D, dq, edges)
+        add_stats(kind, atom_y[n0:n1, away], -1.0, D, dq, graph)
         dl = ell_i - label_loss(kind, yi, atom_y[n0:n1, away], losses) / n
     elif pairwise:  # D = S(y*) - S(y_a)
-        add_stats(kind, ys, 1.0, D, dq, edges)
-        add_stats(kind, atom_y[n0:n1, away], -1.0, D, dq, edges)
+        add_stats(kind, ys, 1.0, D, dq, graph)
+        add_stats(kind, atom_y[n0:n1, away], -1.0, D, dq, graph)
         dl = (L_s - label_loss(kind, yi, atom_y[n0:n1, away], losses)) / n
     else:  # Frank-Wolfe: D = S(y*) - M_i
-        add_stats(kind, ys, 1.0, D, dq, edges)
+        add_stats(kind, ys, 1.0, D, dq, graph)
         dl = L_s / n - ell_i
     return dl
 
@@ -263,10 +265,11 @@ def _move_gathered(touched_row, touched_col, direction, m, gamma, kappa, W, thet
 
 
 #: the model a pass updates and scores with: ``v = (W, theta)``, the scoring weights
-#: ``w = (Wc, theta_c)`` (the same arrays without a box or the elastic net), the box (zero-size
-#: arrays: none), the penalty's ``lam`` and the elastic net's threshold ``kappa``
+#: ``w = (Wc, theta_c)`` (the same arrays without a box, the elastic net or the cone), the box
+#: (zero-size arrays: none), the penalty's ``lam``, the elastic net's threshold ``kappa`` and
+#: whether ``theta_c`` is ``theta`` projected onto the submodular cone (``BinaryGraphCRF``)
 PassWeights = namedtuple("PassWeights", "W theta Wc theta_c lower_W upper_W lower_theta "
-                                        "upper_theta lam kappa")
+                                        "upper_theta lam kappa submodular", defaults=(FALSE,))
 #: the dual blocks in label space and each block's share ``1 / block_n`` of the mean loss
 PassDual = namedtuple("PassDual", "M Q ell_blocks block_n")
 #: which blocks the steps visit: the ones known ahead, then gap sampling's draws
@@ -308,7 +311,13 @@ def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, st
     Box constraints (spec 002 §7, Alg. 9): ``(W, theta)`` is the unclipped ``v = A alpha`` the
     steps update, ``(Wc, theta_c) = clip(v, lower, upper)`` the ``w`` that scores (oracle, gaps);
     the line search keeps its curvature in ``v``. Without bounds (zero-size bound arrays) pass
-    ``Wc is W`` and ``theta_c is theta``.
+    ``Wc is W`` and ``theta_c is theta``. ``BinaryGraphCRF``'s cone (``submodular``, with infinite
+    bounds) is the same with ``theta_c`` the projection of ``theta``: a projection is the gradient
+    of a convex function of ``v`` (Moreau) with a 1-Lipschitz map, so the curvature in ``v``
+    still bounds the dual's and no step decreases it.
+
+    Graphs (``GRAPH``) are decoded by their Python oracle (``python_oracle.graph_oracle``), one
+    call per step, from inside the pass.
 
     Elastic net (spec 002 with ``r(w) = (lam/2) ||w||^2 + lam kappa ||w||_1``, ``kappa > 0``):
     ``(W, theta)`` is ``u / lam``, ``u`` the unthresholded weights of the dual, and
@@ -356,9 +365,10 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
     def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, start,
                   drop_when_full):
         """The pass (see ``bcfw_pass``)."""
-        kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss = \
-            packed
-        W, theta, Wc, theta_c, lower_W, upper_W, lower_theta, upper_theta, lam, kappa = model
+        kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss, \
+            edge_off, edge_data, python_oracle = packed
+        W, theta, Wc, theta_c, lower_W, upper_W, lower_theta, upper_theta, lam, kappa, \
+            submodular = model
         M, Q, ell_blocks, block_n = dual
         first_blocks, n_steps, uniforms, gap_sampling, exit_below, gap_estimates = schedule
         step_type, atom_y, atom_w, atom_n, use_cache, cache_F, cache_min_gap = store
@@ -381,8 +391,9 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
         rows = np.empty(n_entries, dtype=np.int64)
         cols = np.empty(n_entries, dtype=np.int64)
         vals = np.empty(n_entries)
-        q_index = np.empty(max(2 * max(max_nodes, edges.shape[0]), p if soft else 0),
-                           dtype=np.int64)
+        max_edges = max_length(edge_off) if edge_off.shape[0] else edges.shape[0]
+        q_index = np.empty(max(2 * max(max_nodes, max_edges * max(edge_data.shape[1], 1)),
+                               p if soft else 0), dtype=np.int64)
         q_vals = np.empty(q_index.shape[0])
         work = np.empty(oracle_work_size(kind, max_T, C))
         averaging = VM.shape[0] > 0
@@ -447,6 +458,7 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
             yi = y[n0:n1]
             ys = y_buf[:n1 - n0]
             losses = tok_loss[t0:t0 + T]
+            graph = example_graph(packed, i)
             # expected value of H_i under alpha_i, minus the loss part: <U, M_i> + <theta, Q_i>,
             # which is also sum_k alpha_k score(y_k) over the atoms
             expected = 0.0 if sparse_steps else expected_score(U, theta_c, M, Q, t0, i)
@@ -455,7 +467,7 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
             away = NONE
             if keep_atoms:
                 for k in range(atom_n[i]):
-                    score_k = labeling_score(kind, U, theta_c, atom_y[n0:n1, k], edges)
+                    score_k = labeling_score(kind, U, theta_c, atom_y[n0:n1, k], graph)
                     H_atoms[k] = label_loss(kind, yi, atom_y[n0:n1, k], losses) + score_k
                     if sparse_steps:
                         expected += atom_w[i, k] * score_k
@@ -477,8 +489,11 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
                 gap = cached_gap
                 n_hits += 1
             else:
-                H_s = oracle_one_kind(structure_kind, U, theta_c, yi, losses, TRUE, edges,
-                                      parent, order, ys, work)
+                if structure_kind == GRAPH:
+                    H_s = graph_oracle(python_oracle, i, U, theta_c, yi, losses, TRUE, graph, ys)
+                else:
+                    H_s = oracle_one_kind(structure_kind, U, theta_c, yi, losses, TRUE, edges,
+                                          parent, order, ys, work)
                 gap = (H_s - expected) / nb - ell_blocks[i]  # the block's FW gap, eq. (7)
                 if np.isinf(gap_estimates[i]):
                     n_unvisited -= 1
@@ -530,11 +545,11 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
             n_s = n_q = m = 0
             if keep_atoms and sparse_steps:  # D = S(y*) - S(y_a) as entries
                 ya = atom_y[n0:n1, away]
-                n_s, n_q = stats_difference(kind, ys, ya, edges, C, rows, cols, vals, q_index,
+                n_s, n_q = stats_difference(kind, ys, ya, graph, C, rows, cols, vals, q_index,
                                             q_vals)
                 dl = (L_s - label_loss(kind, yi, ya, losses)) / nb
             else:
-                dl = _dense_direction(kind, edges, dual, atom_y,
+                dl = _dense_direction(kind, graph, dual, atom_y,
                                       (i, t0, T, n0, n1, yi, losses, ell_blocks[i], nb),
                                       (ys, L_s, away, away_step, pairwise), D, dq)
             if soft:  # exact line search on the elastic-net dual, f'(0) = -N
@@ -593,6 +608,8 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
                 clip_rows(indptr, indices, t0, t0 + T, W, lower_W, upper_W, Wc)
                 for j in range(p):
                     theta_c[j] = min(max(theta[j], lower_theta[j]), upper_theta[j])
+                if submodular:
+                    project_submodular_into(theta, theta_c)
             ell_blocks[i] += gamma * dl
             if averaging:
                 k = float(step0 + b + 1)
@@ -640,13 +657,26 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
 
 
 @njit(cache=True, nogil=True)
-def state_from_atoms(kind, edges, tok_off, y, node_off, tok_loss, atom_y, atom_w, atom_n, M, Q,
-                     ell_blocks, block_n):
+def project_submodular_into(theta, out):
+    """``out`` = the 2x2 table ``theta`` (row-major) projected onto the submodular cone
+    ``t00 + t11 >= t01 + t10``, as ``marginals.project_submodular`` (``BinaryGraphCRF``)."""
+    margin = theta[0] - theta[1] - theta[2] + theta[3]
+    shift = min(margin, 0.0) / 4.0
+    out[0] = theta[0] - shift
+    out[1] = theta[1] + shift
+    out[2] = theta[2] + shift
+    out[3] = theta[3] - shift
+
+
+@njit(cache=True, nogil=True)
+def state_from_atoms(packed, atom_y, atom_w, atom_n, M, Q, ell_blocks, block_n):
     """Recompute ``M, Q, ell`` from the atoms, renormalising each block's weights to sum 1
     (``ell_i`` the block's expected loss over ``block_n[i]``, see ``bcfw_pass``).
 
     Incremental updates drift; solvers call this at every exact check (spec 002 §10.3).
     """
+    kind, tok_off, y, node_off, tok_loss = (packed.kind, packed.tok_off, packed.y,
+                                            packed.node_off, packed.tok_loss)
     n = tok_off.shape[0] - 1
     M[:, :] = 0.0
     Q[:, :] = 0.0
@@ -660,7 +690,7 @@ def state_from_atoms(kind, edges, tok_off, y, node_off, tok_loss, atom_y, atom_w
         for k in range(atom_n[i]):
             atom_w[i, k] /= total
             add_stats(kind, atom_y[n0:n1, k], atom_w[i, k], M[tok_off[i]:tok_off[i + 1]], Q[i],
-                      edges)
+                      example_graph(packed, i))
             ell += atom_w[i, k] * label_loss(kind, y[n0:n1], atom_y[n0:n1, k],
                                              tok_loss[tok_off[i]:tok_off[i + 1]])
         ell_blocks[i] = ell / block_n[i]

@@ -25,18 +25,31 @@ MULTILABEL_INDEPENDENT = 3  # one token, row = indicator vector of the labels
 MULTILABEL_TREE = 4  # same, plus 2x2 tables on the edges of a tree (exact max-product)
 MULTILABEL_FULL = 5  # same, plus 2x2 tables on every pair of labels (exhaustive search)
 CANDIDATES = 6  # tokens are candidate outputs, one column: S(y) = e_y; given loss per candidate
+GRAPH = 7  # tokens are nodes, one-hot rows; per-edge feature vectors times label-pair indicators
 
 #: the packed examples as the kernels read them, bundled once per problem
 #: (``Problem.packed()``): the structure kind and its graph (edges, parent and order of a tree),
 #: the tokens' features (CSR), their offsets per example, the encoded labelings and their
-#: offsets, and per-token losses
+#: offsets, per-token losses, and for graphs (``GRAPH``) each example's edges
+#: ``edges[edge_off[i]:edge_off[i + 1]]`` with their feature rows ``edge_data`` and the key of
+#: the Python oracle the kernels call (``python_oracle.call``; -1: none)
 Packed = namedtuple("Packed", "kind edges parent order indptr indices data tok_off y node_off "
-                              "tok_loss")
+                              "tok_loss edge_off edge_data oracle")
 
 # Flags passed to other kernels as numpy scalars: a literal True or False in a call would
 # compile a second specialisation of the callee for that literal.
 TRUE = np.bool_(True)
 FALSE = np.bool_(False)
+
+
+@njit(cache=True, nogil=True)
+def example_graph(packed, i):
+    """``(edges, edge_data)`` of example ``i``: its own rows for graphs (``edge_off`` given),
+    else the edges every example shares (multi-label structures; none for the others)."""
+    edges, edge_off, edge_data = packed.edges, packed.edge_off, packed.edge_data
+    if edge_off.shape[0] == 0:
+        return edges[:], edge_data[:]
+    return edges[edge_off[i]:edge_off[i + 1]], edge_data[edge_off[i]:edge_off[i + 1]]
 
 
 @njit(cache=True, nogil=True)
@@ -49,8 +62,10 @@ def n_pair_stats(kind, n_codes, n_edges):
 
 
 @njit(cache=True, nogil=True)
-def add_stats(kind, y, coef, S, q, edges):
-    """``S += coef * S(y)`` and ``q += coef * q(y)`` for the labeling ``y`` of one example."""
+def add_stats(kind, y, coef, S, q, graph):
+    """``S += coef * S(y)`` and ``q += coef * q(y)`` for the labeling ``y`` of one example;
+    ``graph`` is its ``(edges, edge_data)`` (:func:`example_graph`)."""
+    edges, edge_data = graph
     if kind == CHAIN:
         L = S.shape[1]
         for t in range(y.shape[0]):
@@ -63,6 +78,14 @@ def add_stats(kind, y, coef, S, q, edges):
         S[0, 0] += coef * (y[0] - 0.5)
     elif kind == CANDIDATES:
         S[y[0], 0] += coef
+    elif kind == GRAPH:
+        C = S.shape[1]
+        for t in range(y.shape[0]):
+            S[t, y[t]] += coef
+        for e in range(edges.shape[0]):
+            pair = y[edges[e, 0]] * C + y[edges[e, 1]]
+            for f in range(edge_data.shape[1]):
+                q[f * C * C + pair] += coef * edge_data[e, f]
     else:
         for k in range(y.shape[0]):
             S[0, k] += coef * y[k]
@@ -71,17 +94,19 @@ def add_stats(kind, y, coef, S, q, edges):
 
 
 @njit(cache=True, nogil=True)
-def stats_difference(kind, y_plus, y_minus, edges, n_codes, rows, cols, vals, q_index, q_vals):
+def stats_difference(kind, y_plus, y_minus, graph, n_codes, rows, cols, vals, q_index, q_vals):
     """The non-zeros of ``S(y+) - S(y-)`` and ``q(y+) - q(y-)``, parts that cancel left out.
 
     Writes entries ``(rows[e], cols[e], vals[e])`` of the statistics difference and
     ``(q_index[e], q_vals[e])`` of the interaction difference; returns their counts. Buffers of
-    ``2 * len(y)`` and ``2 * max(len(y), n_edges)`` entries suffice. Two labelings that differ
-    in a few variables give a few entries, which is what makes a pairwise step sparse.
+    ``2 * len(y)`` and ``2 * max(len(y), n_edges * n_edge_features)`` entries suffice. Two
+    labelings that differ in a few variables give a few entries, which is what makes a pairwise
+    step sparse.
     """
+    edges, edge_data = graph
     n_s = 0
     n_q = 0
-    if kind == CHAIN:
+    if kind == CHAIN or kind == GRAPH:
         for t in range(y_plus.shape[0]):
             a = y_plus[t]
             b = y_minus[t]
@@ -93,12 +118,24 @@ def stats_difference(kind, y_plus, y_minus, edges, n_codes, rows, cols, vals, q_
                 cols[n_s + 1] = b
                 vals[n_s + 1] = -1.0
                 n_s += 2
-            if t > 0 and (a != b or y_plus[t - 1] != y_minus[t - 1]):
+            if kind == CHAIN and t > 0 and (a != b or y_plus[t - 1] != y_minus[t - 1]):
                 q_index[n_q] = y_plus[t - 1] * n_codes + a
                 q_vals[n_q] = 1.0
                 q_index[n_q + 1] = y_minus[t - 1] * n_codes + b
                 q_vals[n_q + 1] = -1.0
                 n_q += 2
+        if kind == GRAPH:
+            block = n_codes * n_codes
+            for e in range(edges.shape[0]):
+                u = edges[e, 0]
+                v = edges[e, 1]
+                if y_plus[u] != y_minus[u] or y_plus[v] != y_minus[v]:
+                    for f in range(edge_data.shape[1]):
+                        q_index[n_q] = f * block + y_plus[u] * n_codes + y_plus[v]
+                        q_vals[n_q] = edge_data[e, f]
+                        q_index[n_q + 1] = f * block + y_minus[u] * n_codes + y_minus[v]
+                        q_vals[n_q + 1] = -edge_data[e, f]
+                        n_q += 2
     elif kind == MULTICLASS or kind == CANDIDATES:
         if y_plus[0] != y_minus[0]:
             for e in range(2):
@@ -142,7 +179,7 @@ def label_loss(kind, y_true, y, losses):
         return losses[y[0]]
     if kind == MULTICLASS or kind == BINARY:
         return 0.0 if y_true[0] == y[0] else 1.0
-    if kind == CHAIN:
+    if kind == CHAIN or kind == GRAPH:
         total = 0.0
         for t in range(y.shape[0]):
             if y[t] != y_true[t]:
@@ -156,8 +193,9 @@ def label_loss(kind, y_true, y, losses):
 
 
 @njit(cache=True, nogil=True)
-def labeling_score(kind, U, theta, y, edges):
+def labeling_score(kind, U, theta, y, graph):
     """``<U, S(y)> + <theta, q(y)>`` in O(len(y)), without building ``S(y)``."""
+    edges, edge_data = graph
     if kind == CHAIN:
         L = U.shape[1]
         total = U[0, y[0]]
@@ -170,6 +208,16 @@ def labeling_score(kind, U, theta, y, edges):
         return U[0, 0] * (y[0] - 0.5)
     if kind == CANDIDATES:
         return U[y[0], 0]
+    if kind == GRAPH:
+        C = U.shape[1]
+        total = 0.0
+        for t in range(y.shape[0]):
+            total += U[t, y[t]]
+        for e in range(edges.shape[0]):
+            pair = y[edges[e, 0]] * C + y[edges[e, 1]]
+            for f in range(edge_data.shape[1]):
+                total += theta[f * C * C + pair] * edge_data[e, f]
+        return total
     total = 0.0
     for k in range(y.shape[0]):
         if y[k]:
@@ -343,7 +391,7 @@ def expected_label_loss(kind, y_true, M_i, losses):
     if kind == BINARY:  # S = y - 1/2 with y in {0, 1}
         p_one = M_i[0, 0] + 0.5
         return 1.0 - p_one if y_true[0] == 1 else p_one
-    if kind == CHAIN:
+    if kind == CHAIN or kind == GRAPH:
         total = 0.0
         for t in range(M_i.shape[0]):
             total += losses[t] * (1.0 - M_i[t, y_true[t]])

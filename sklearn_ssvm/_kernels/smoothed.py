@@ -23,7 +23,7 @@ from numba import njit
 from .batch import max_length
 from .chain import _insert_sorted, forward_backward, topk_viterbi_into, topk_viterbi_work_size
 from .labelings import (BINARY, CANDIDATES, CHAIN, MULTICLASS, MULTILABEL_FULL, TRUE, add_stats,
-                        chain_augment, chain_restore, label_loss, labeling_score,
+                        chain_augment, chain_restore, example_graph, label_loss, labeling_score,
                         multilabel_unary, oracle, oracle_work_size, tree_pair_into)
 from .simplex import entropy_smooth_max_into, topk_weights_into
 from .sparse import unary_scores_into
@@ -87,7 +87,7 @@ def smoothed_oracle_work_size(kind, max_T, n_codes, K):
 
 
 @njit(cache=True, nogil=True)
-def _topk_stats(kind, scores, outputs, mu, edges, M_i, Q_i, work):
+def _topk_stats(kind, scores, outputs, mu, graph, M_i, Q_i, work):
     """``h_{mu,K}`` of the K best scores (eq. (11)); ``E_u S``, ``E_u q`` added to ``M_i, Q_i``.
 
     ``outputs[k]`` is the labeling scoring ``scores[k]``. ``-inf`` padding (fewer than K outputs
@@ -99,13 +99,14 @@ def _topk_stats(kind, scores, outputs, mu, edges, M_i, Q_i, work):
     value, _ = topk_weights_into(scores, mu, weights, work[K:2 * K])
     for k in range(K):
         if weights[k] > 0.0:
-            add_stats(kind, outputs[k], weights[k], M_i, Q_i, edges)
+            add_stats(kind, outputs[k], weights[k], M_i, Q_i, graph)
     return value
 
 
 @njit(cache=True, nogil=True)
-def _chain_smoothed(U, theta, y_true, losses, edges, smoothing, K, mu, M_i, Q_i, work):
+def _chain_smoothed(U, theta, y_true, losses, graph, smoother, M_i, Q_i, work):
     """Entropy (forward-backward, Algo. 3) or top-K (Algo. 2 + eq. (11)) smoothing of a chain."""
+    smoothing, K, mu = smoother
     T = U.shape[0]
     C = U.shape[1]
     trans = theta.reshape((C, C))
@@ -122,16 +123,17 @@ def _chain_smoothed(U, theta, y_true, losses, edges, smoothing, K, mu, M_i, Q_i,
         paths = work[T + K:T + K + K * T].view(np.int64).reshape((K, T))
         rest = work[T + K + K * T:]
         topk_viterbi_into(U, trans, K, scores, paths, rest[2 * K:])
-        value = _topk_stats(CHAIN, scores, paths, mu, edges, M_i, Q_i, rest)
+        value = _topk_stats(CHAIN, scores, paths, mu, graph, M_i, Q_i, rest)
     chain_restore(U, y_true, work[:T])
     return value + constant  # the constant part of the loss (chain_augment)
 
 
 @njit(cache=True, nogil=True)
-def _tree_smoothed(kind, U, theta, y_true, edges, parent, order, smoothing, K, mu, M_i, Q_i,
-                   work):
+def _tree_smoothed(kind, U, theta, y_true, graph, parent, order, smoother, M_i, Q_i, work):
     """Entropy (sum-product, Algo. 9) or top-K (Algo. 8 + eq. (11)) smoothing of a label forest
     (independent labels: a forest without edges)."""
+    smoothing, K, mu = smoother
+    edges = graph[0]
     C = U.shape[1]
     node = work[:2 * C].reshape((C, 2))
     pair = work[2 * C:6 * C].reshape((C, 2, 2))
@@ -139,7 +141,7 @@ def _tree_smoothed(kind, U, theta, y_true, edges, parent, order, smoothing, K, m
     tree_pair_into(theta, edges, pair)
     if smoothing != ENTROPY:
         scores, outputs = tree_topk(node, pair, parent, order, K)
-        return _topk_stats(kind, scores, outputs, mu, edges, M_i, Q_i, work[6 * C:])
+        return _topk_stats(kind, scores, outputs, mu, graph, M_i, Q_i, work[6 * C:])
     value, node_marg, edge_marg = tree_marginals(node, pair, parent, order, mu)
     for k in range(C):
         M_i[0, k] = node_marg[k, 1]
@@ -152,15 +154,15 @@ def _tree_smoothed(kind, U, theta, y_true, edges, parent, order, smoothing, K, m
 
 
 @njit(cache=True, nogil=True)
-def _enumerated_smoothed(kind, U, theta, y_true, losses, edges, smoothing, K, mu, M_i, Q_i,
-                         work):
+def _enumerated_smoothed(kind, U, theta, y_true, losses, graph, smoother, M_i, Q_i, work):
     """Entropy, l2^2 or top-K smoothing of the scores of all outputs, enumerated."""
+    smoothing, K, mu = smoother
     n = _n_outputs(kind, U.shape[0], U.shape[1])
     z = work[:n]
     y = np.empty_like(y_true)
     for j in range(n):
         _output_into(kind, j, y)
-        z[j] = label_loss(kind, y_true, y, losses) + labeling_score(kind, U, theta, y, edges)
+        z[j] = label_loss(kind, y_true, y, losses) + labeling_score(kind, U, theta, y, graph)
     if smoothing == TOP_K:
         # partial selection of the K best into a sorted list, ties to the lowest index
         k_best = min(K, n)
@@ -173,7 +175,7 @@ def _enumerated_smoothed(kind, U, theta, y_true, losses, edges, smoothing, K, mu
         outputs = np.empty((k_best, y.shape[0]), dtype=y.dtype)
         for k in range(k_best):
             _output_into(kind, index[k], outputs[k])
-        return _topk_stats(kind, scores, outputs, mu, edges, M_i, Q_i, work[n + k_best:])
+        return _topk_stats(kind, scores, outputs, mu, graph, M_i, Q_i, work[n + k_best:])
     u = work[n:2 * n]
     if smoothing == ENTROPY:
         value = entropy_smooth_max_into(z, mu, u)
@@ -182,13 +184,13 @@ def _enumerated_smoothed(kind, U, theta, y_true, losses, edges, smoothing, K, mu
     for j in range(n):
         if u[j] > 0.0:
             _output_into(kind, j, y)
-            add_stats(kind, y, u[j], M_i, Q_i, edges)
+            add_stats(kind, y, u[j], M_i, Q_i, graph)
     return value
 
 
 @njit(cache=True, nogil=True)
-def smoothed_oracle(kind, U, theta, y_true, losses, edges, parent, order, smoothing, K, mu, M_i,
-                    Q_i, work):
+def smoothed_oracle(kind, U, theta, y_true, losses, graph, parent, order, smoother, M_i, Q_i,
+                    work):
     """Smoothed max of the loss-augmented scores of one example and its expected statistics.
 
     Parameters
@@ -203,15 +205,16 @@ def smoothed_oracle(kind, U, theta, y_true, losses, edges, parent, order, smooth
         True labeling (packed codes).
     losses : ndarray of shape (T,), float64
         Per-candidate losses (candidate sets; ignored otherwise).
-    edges, parent, order : ndarray of int64
-        Label graph of the multi-label kinds (``parent``/``order``: the forest of ``tree.py``).
-    smoothing : int
-        ``ENTROPY``, ``TOP_K``, ``L2`` (enumerable kinds only) or ``NONE``.
-    K : int
-        Number of best outputs for ``TOP_K``, ``K >= 1``.
-    mu : float
-        Smoothing parameter ``mu >= 0``; ``mu == 0`` (and ``TOP_K`` with ``K == 1``,
-        ``h_{mu,1} = max``, §1.6) is the hard max, i.e. the max oracle.
+    graph : tuple
+        ``(edges, edge_data)`` of the example (``labelings.example_graph``): the label graph of
+        the multi-label kinds.
+    parent, order : ndarray of int64
+        The forest of ``tree.py`` (multi-label trees).
+    smoother : tuple
+        ``(smoothing, K, mu)``: ``smoothing`` is ``ENTROPY``, ``TOP_K``, ``L2`` (enumerable
+        kinds only) or ``NONE``; ``K >= 1`` the number of best outputs for ``TOP_K``; ``mu >= 0``
+        the smoothing parameter (``mu == 0``, and ``TOP_K`` with ``K == 1``, ``h_{mu,1} = max``,
+        §1.6, is the hard max, i.e. the max oracle).
     M_i : ndarray of shape (T, C), float64
         Overwritten with ``E_u S(y)``.
     Q_i : ndarray of shape (n_pair,), float64
@@ -233,22 +236,23 @@ def smoothed_oracle(kind, U, theta, y_true, losses, edges, parent, order, smooth
     ValueError
         For ``L2`` on a kind whose outputs are not enumerated.
     """
+    smoothing, K, mu = smoother
     M_i[:, :] = 0.0
     Q_i[:] = 0.0
     _check_smoothing(kind, smoothing)
     if smoothing == NONE or mu == 0.0 or (smoothing == TOP_K and K == 1):
         y_out = np.empty_like(y_true)
-        value = oracle(kind, U, theta, y_true, losses, TRUE, edges, parent, order, y_out, work)
-        add_stats(kind, y_out, 1.0, M_i, Q_i, edges)
+        value = oracle(kind, U, theta, y_true, losses, TRUE, graph[0], parent, order, y_out,
+                       work)
+        add_stats(kind, y_out, 1.0, M_i, Q_i, graph)
         return value
     if kind == CHAIN:
-        return _chain_smoothed(U, theta, y_true, losses, edges, smoothing, K, mu, M_i, Q_i,
-                               work)
+        return _chain_smoothed(U, theta, y_true, losses, graph, smoother, M_i, Q_i, work)
     if enumerable_outputs(kind):
-        return _enumerated_smoothed(kind, U, theta, y_true, losses, edges, smoothing, K, mu, M_i,
-                                    Q_i, work)
-    return _tree_smoothed(kind, U, theta, y_true, edges, parent, order, smoothing, K, mu, M_i,
-                          Q_i, work)
+        return _enumerated_smoothed(kind, U, theta, y_true, losses, graph, smoother, M_i, Q_i,
+                                    work)
+    return _tree_smoothed(kind, U, theta, y_true, graph, parent, order, smoother, M_i, Q_i,
+                          work)
 
 
 def smoothed_losses(packed, W, theta, smoothing, K, mu, values, M, Q):
@@ -270,7 +274,8 @@ def smoothed_losses(packed, W, theta, smoothing, K, mu, values, M, Q):
 @njit(cache=True, nogil=True)
 def _smoothed_range(packed, W, theta, smoothing, K, mu, values, M, Q, lo, hi):
     """``smoothed_losses`` on examples ``lo..hi-1``, scratch buffers allocated once."""
-    kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss = packed
+    kind, _, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss, _, _, _ = \
+        packed
     C = W.shape[1]
     max_T = max_length(tok_off[lo:hi + 1])
     U_buf = np.empty((max_T, C))
@@ -281,6 +286,7 @@ def _smoothed_range(packed, W, theta, smoothing, K, mu, values, M, Q, lo, hi):
         U = U_buf[:T]
         unary_scores_into(indptr, indices, data, t0, t0 + T, W, U)
         yi = y[node_off[i]:node_off[i + 1]]
-        h = smoothed_oracle(kind, U, theta, yi, tok_loss[t0:t0 + T], edges, parent, order,
-                            smoothing, K, mu, M[t0:t0 + T], Q[i], work)
-        values[i] = h - labeling_score(kind, U, theta, yi, edges)
+        graph = example_graph(packed, i)
+        h = smoothed_oracle(kind, U, theta, yi, tok_loss[t0:t0 + T], graph, parent, order,
+                            (smoothing, K, mu), M[t0:t0 + T], Q[i], work)
+        values[i] = h - labeling_score(kind, U, theta, yi, graph)

@@ -41,6 +41,7 @@ import numpy as np
 from numba import njit
 
 from .batch import max_length
+from .labelings import example_graph
 from .smoothed import smoothed_oracle, smoothed_oracle_work_size
 
 # slots of the scalar state array
@@ -103,8 +104,8 @@ def _buffers(kind, tok_off, C, n_pair, K):
 def _label_gradient(packed, smoother, reference, i, v, B, s, r, has_B, buffers):
     """The step's label-space gradient at ``w = s v + r B`` (``B`` ignored unless ``has_B``):
     returns ``M_i - Mref_i`` (a view of ``M_buf``), with ``Q_i - Qref_i`` in ``q_buf``."""
-    kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss = packed
-    smoothing, K, mu = smoother
+    kind, _, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss, _, _, _ = \
+        packed
     M_ref, Q_ref = reference
     U_buf, M_buf, q_buf, theta, work = buffers
     C = M_ref.shape[1]
@@ -129,8 +130,8 @@ def _label_gradient(packed, smoother, reference, i, v, B, s, r, has_B, buffers):
         theta[k] = s * v[F * C + k] + (r * B[F * C + k] if has_B else 0.0)
     Mi = M_buf[:T]
     yi = y[node_off[i]:node_off[i + 1]]
-    smoothed_oracle(kind, U, theta, yi, tok_loss[t0:t0 + T], edges, parent, order,
-                    smoothing, K, mu, Mi, q_buf, work)
+    smoothed_oracle(kind, U, theta, yi, tok_loss[t0:t0 + T], example_graph(packed, i), parent,
+                    order, smoother, Mi, q_buf, work)
     for tt in range(T):
         for c in range(C):
             Mi[tt, c] -= M_ref[t0 + tt, c]
@@ -152,7 +153,8 @@ def stochastic_steps(packed, smoother, reference, steps, v, B, lazy, acc, marks)
     ``v`` (flat ``[vec(W), theta]``), ``B``, ``lazy`` (see ``lazy_state``), ``acc`` and ``marks``
     (one per feature row plus one for theta) are updated in place.
     """
-    kind, _, _, _, indptr, indices, data, tok_off, _, _, _ = packed
+    kind, indptr, indices, data, tok_off = (packed.kind, packed.indptr, packed.indices,
+                                            packed.data, packed.tok_off)
     samples, step_sizes, decays, avg_weights = steps
     F = marks.shape[0] - 1
     C = reference[0].shape[1]
@@ -276,7 +278,8 @@ def prox_steps(packed, smoother, reference, steps, l1, w, B, lazy, acc):
     weighted sum of the iterates) are up to date in every row, and ``lazy[WSUM]`` has the
     weights added (the other slots of ``lazy`` stay those of ``w = v``).
     """
-    kind, _, _, _, indptr, indices, data, tok_off, _, _, _ = packed
+    kind, indptr, indices, data, tok_off = (packed.kind, packed.indptr, packed.indices,
+                                            packed.data, packed.tok_off)
     samples, step_sizes, decays, avg_weights = steps
     C = reference[0].shape[1]
     n_pair = reference[1].shape[1]

@@ -9,7 +9,6 @@ the unthresholded weights ``(1/n) sum_i E_{alpha_i} psi_i``: ``v = A alpha`` of 
 ``lambda = c``. The primal point is ``w = soft(v, l1 / c) = grad r*(u)``, ``v`` itself for the
 L2 penalty, and the dual is ``sum_i ell_i - r*(u)``.
 """
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,11 +18,9 @@ from .._kernels.bcfw import (AWAY, FW, PAIRWISE, PassAtoms, PassAverages, PassDu
                              PassSchedule, PassWeights, bcfw_pass, state_from_atoms)
 from .._kernels.labelings import CHAIN
 from ..penalties import as_penalty, soft_threshold
-from ..structures._problem import example_rows
+from ..structures._problem import example_rows, label_space
 from . import capabilities
 from ._common import Clock, ProgressBar, generator, kernel_threads, stop_requested
-from ._common import dense_oracles as _dense
-from .bcfw_dense import dense_pass, dense_state_from_atoms
 from .base import Solver
 from .result import SolverResult, history_record
 
@@ -43,7 +40,7 @@ class DualState:
     @classmethod
     def at_labels(cls, problem):
         """The vertex ``alpha_i = e_{y_i}``, where ``w = 0`` and ``ell = 0``."""
-        M, Q = problem.truth_stats()
+        M, Q = label_space(problem).truth_stats()
         return cls(M, Q, np.zeros(problem.n_samples))
 
     @classmethod
@@ -210,8 +207,9 @@ def transfer_blocks(problem, source, state, atoms=None, target=None):
         share ``1 / block_n`` of the fit's mean loss to its share in the target.
     atoms : ActiveSets or None
     """
+    problem = label_space(problem)
     full = DualState.at_labels(problem)
-    rows = problem.tok_offsets if not _dense(problem) else np.arange(problem.n_samples + 1)
+    rows = problem.tok_offsets
     full.M[example_rows(rows, source)] = state.M
     full.Q[source] = state.Q
     full.ell_blocks[source] = state.ell_blocks * _block_n(problem, source)
@@ -255,8 +253,7 @@ def weights(problem, state, penalty):
     state; ``penalty`` an ``ElasticNet`` or a float ``alpha`` (``c = alpha``). For the L2
     penalty this is ``w(alpha)``, else see :func:`primal_point`."""
     c = as_penalty(penalty).c
-    if _dense(problem):  # rows M_i = E[phi(y)] - phi(y_i): v = -(1/c) sum_i M_i / block_n[i]
-        return -(state.M.T @ (1.0 / problem.block_n)) / c
+    problem = label_space(problem)
     W = np.zeros((problem.n_features, problem.n_codes))
     theta = np.zeros(problem.n_pair)
     weights_from_state(problem.packed(), state.M, state.Q, 1.0 / (c * problem.n_samples),
@@ -329,6 +326,7 @@ def certificate(problem, state, v, penalty, box=None):
     ``c v``).
     """
     penalty = as_penalty(penalty)
+    problem = label_space(problem)
     w = primal_point(v, penalty, box)
     _, values, true_scores, expected = problem.run_oracle(w, True, state.M, state.Q)
     block_gaps = (values - expected) / problem.block_n - state.ell_blocks
@@ -360,12 +358,9 @@ def _resync(problem, step, atoms, state, penalty, box, coef, scored):
     """Recompute the state from the atoms, ``coef = v`` from the state and the scoring
     weights ``scored = primal_point(v)`` (unless they are ``coef`` itself): incremental
     updates drift (spec 002 §10.3)."""
-    if step != "fw" and _dense(problem):
-        dense_state_from_atoms(problem, atoms, state)
-    elif step != "fw":
-        state_from_atoms(problem.kind, problem.edges, problem.tok_offsets, problem.y,
-                         problem.node_offsets, problem.tok_loss, atoms.labels, atoms.weights,
-                         atoms.count, state.M, state.Q, state.ell_blocks, problem.block_n)
+    if step != "fw":
+        state_from_atoms(problem.packed(), atoms.labels, atoms.weights, atoms.count, state.M,
+                         state.Q, state.ell_blocks, problem.block_n)
     coef[:] = weights(problem, state, penalty)
     if scored is not coef:
         scored[:] = primal_point(coef, penalty, box)
@@ -477,32 +472,31 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
     if penalty.p is not None:
         raise ValueError("BCFW takes a penalty without a linear term (no proximal centre).")
     alpha, kappa = penalty.c, penalty.l1 / penalty.c  # the kernel's lambda and threshold
-    dense = _dense(problem)
-    state = DualState.at_labels(problem) if init is None else init.copy()
-    coef = weights(problem, state, penalty) if init is not None else np.zeros(problem.n_params)
     asked = {"elastic_net": kappa > 0, "away": step == "away", "averaging": averaging,
              "bounds": bounds is not None, "sample_weight": problem.weighted}
     capabilities.check("bcfw", problem, [option for option, on in asked.items() if on])
+    problem = label_space(problem)  # graphs: packed for the compiled pass, Python oracles
+    state = DualState.at_labels(problem) if init is None else init.copy()
+    coef = weights(problem, state, penalty) if init is not None else np.zeros(problem.n_params)
     box = None if bounds is None else Box.check(bounds, problem.n_params)
-    if dense:  # per-example Python oracles: the dense pass, scoring with w = project(v)
-        if kappa > 0:  # the elastic net's soft-threshold (no projection: declared)
-            scorer = functools.partial(primal_point, penalty=penalty)
-        else:
-            box = Projection(problem.project) if box is None else box
-            scorer = box.project
-        clipped = scorer(coef)
-    elif box is None:  # soft(v, kappa): without l1, the kernel scores with the v it updates
+    # BinaryGraphCRF's graph cuts score with the pairwise table projected onto the submodular
+    # cone: the kernel keeps the unprojected v apart as under a box, without bounds
+    cone = box is None and getattr(problem, "constrained", False)
+    if cone:
+        box = Projection(problem.project)
+        lower, upper = np.full(problem.n_params, -np.inf), np.full(problem.n_params, np.inf)
+    elif box is not None:
+        lower, upper = box.lower, box.upper
+    if box is None:  # soft(v, kappa): without l1, the kernel scores with the v it updates
         clipped, limits = (primal_point(coef, penalty),
                            (np.zeros((0, problem.n_codes)),) * 2 + (np.zeros(0),) * 2)
     else:
-        clipped = box.clip(coef)
-        lower_W, lower_theta = problem.split_coef(box.lower)
-        upper_W, upper_theta = problem.split_coef(box.upper)
+        clipped = box.project(coef)
+        (lower_W, lower_theta), (upper_W, upper_theta) = map(problem.split_coef, (lower, upper))
         limits = (lower_W, upper_W, lower_theta, upper_theta)
-    if not dense:
-        W, theta = problem.split_coef(coef)
-        Wc, theta_c = problem.split_coef(clipped)
-        gram, gram_off = problem.gram
+    W, theta = problem.split_coef(coef)
+    Wc, theta_c = problem.split_coef(clipped)
+    gram, gram_off = problem.gram
     estimates = np.full(n, np.inf) if init_estimates is None else np.array(init_estimates, float)
     averages = DualState.zeros_like(state, rows=averaging)
     certified = state
@@ -549,20 +543,15 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
             rest = (n, uniforms, sampling == "gap", exit_below, estimates, STEPS[step])
             last_gap = start_gap if cert is None else max(cert.gap, 0.0)
             caching = (cache, cache_F, cache_nu * last_gap / n)
-            if dense:
-                def run(start, capped):
-                    return dense_pass(problem, state, coef, clipped, scorer, alpha, first,
-                                      start, *rest, atoms, *caching, steps, averages, capped)
-            else:
-                bundles = (problem.packed(), gram, gram_off,
-                           PassWeights(W, theta, Wc, theta_c, *limits, alpha, kappa),
-                           PassDual(state.M, state.Q, state.ell_blocks, problem.block_n),
-                           PassSchedule(first, *rest[:-1]))
+            bundles = (problem.packed(), gram, gram_off,
+                       PassWeights(W, theta, Wc, theta_c, *limits, alpha, kappa, np.bool_(cone)),
+                       PassDual(state.M, state.Q, state.ell_blocks, problem.block_n),
+                       PassSchedule(first, *rest[:-1]))
 
-                def run(start, capped):
-                    return bcfw_pass(*bundles, PassAtoms(rest[-1], atoms.labels, atoms.weights,
-                                                         atoms.count, *caching),
-                                     PassAverages(steps, *averages.arrays()), start, capped)
+            def run(start, capped):
+                return bcfw_pass(*bundles, PassAtoms(rest[-1], atoms.labels, atoms.weights,
+                                                     atoms.count, *caching),
+                                 PassAverages(steps, *averages.arrays()), start, capped)
             done, needs_room, pass_hits = run(0, room_limit is not None
                                               and atoms.room >= room_limit)
             while needs_room:  # a block's active set is full: double the room, go on

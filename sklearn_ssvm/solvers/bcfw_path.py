@@ -1,15 +1,14 @@
 """The certified path's pieces on BCFW's dual (spec 002 §8; Osokin et al. 2016, §4): the block
 gaps' change under Proposition 1 (eq. (12)) and the first breakpoint in closed form (Alg. 6,
 eq. (11)). :mod:`sklearn_ssvm.model_selection` builds the paths on them. They read the dual
-(:class:`~sklearn_ssvm.solvers.bcfw.DualState`) in label space for the compiled structures and
-as dense rows ``M_i = E[phi(y)] - phi(y_i)`` for the graphs, whose true labelings are the zero
-rows: the scores of a dual point are then ``M @ w`` (:func:`_block_scores`)."""
+(:class:`~sklearn_ssvm.solvers.bcfw.DualState`) in label space, graphs included (their
+``GraphProblem.label_space()``)."""
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._kernels.batch import stats_from_labels
-from ._common import dense_oracles
+from ..structures._problem import label_space
 from .bcfw import DualState, weights
 
 __all__ = ["PathStart", "block_deltas", "check_zero_loss", "initialize_path"]
@@ -20,14 +19,11 @@ __all__ = ["PathStart", "block_deltas", "check_zero_loss", "initialize_path"]
 # ----------------------------------------------------------------------------------------------
 
 def _block_scores(problem, coef, M, Q):
-    """``<U, M_i> + <theta, Q_i>`` per block, ``U = X W``: the score of a (mixed) labeling
-    (dense rows: ``M_i @ w``, the score relative to the true labeling's).
+    """``<U, M_i> + <theta, Q_i>`` per block, ``U = X W``: the score of a (mixed) labeling.
 
     Linear in ``(M, Q)``; with a difference of label statistics it gives score differences
     without cancellation. No oracle call.
     """
-    if dense_oracles(problem):
-        return M @ coef
     W, theta = problem.split_coef(coef)
     U = np.asarray(problem.token_matrix() @ W)
     per_token = np.einsum("tc,tc->t", U, M)
@@ -59,6 +55,7 @@ def block_deltas(problem, state, coef, vertex=None):
     -------
     ndarray of shape (n_samples,)
     """
+    problem = label_space(problem)
     if vertex is None:
         vertex = DualState.at_labels(problem)
     pair = _block_scores(problem, coef, vertex.M - state.M, vertex.Q - state.Q)
@@ -67,9 +64,8 @@ def block_deltas(problem, state, coef, vertex=None):
 
 def check_zero_loss(problem):
     """Prop. 1 and the zero initialisation need ``L(y_i, y_i) = 0`` (spec 002 §1.1, §10.3 #9)."""
-    truth = ([problem.labeling(i) for i in range(problem.n_samples)]
-             if dense_oracles(problem) else problem.y)
-    own = np.asarray(problem.losses(truth), dtype=float)
+    problem = label_space(problem)
+    own = np.asarray(problem.losses(problem.y), dtype=float)
     bad = np.flatnonzero(np.abs(own) > 0)
     if bad.size:
         raise ValueError(f"The regularization path needs L(y_i, y_i) = 0 for every training "
@@ -144,18 +140,15 @@ def initialize_path(problem, eps, kappa, vertex=None):
     -------
     PathStart
     """
+    problem = label_space(problem)
     n = problem.n_samples
     if vertex is None:
         vertex = DualState.at_labels(problem)
     y_tilde, max_loss, _, _ = problem.run_oracle(np.zeros(problem.n_params), True)
     M, Q = _vertex_stats(problem, y_tilde)
-    if dense_oracles(problem):  # one array per example: packed like problem.y
-        y_tilde = np.concatenate(y_tilde).astype(np.int32)
     state = DualState(M, Q, max_loss / n)  # at w = 0 the oracle value is max_y L_i(y)
     psi = weights(problem, state, 1.0)  # (1/n) sum_i psi_i(y~_i): w at alpha = 1
-    _, decoded, gold, _ = problem.run_oracle(psi, False)
-    if dense_oracles(problem):  # dense rows score relative to the true labeling's
-        decoded = decoded - gold
+    _, decoded, _, _ = problem.run_oracle(psi, False)
     theta = decoded - _block_scores(problem, psi, vertex.M, vertex.Q)
     pair = _block_scores(problem, psi, vertex.M - M, vertex.Q - Q)  # <psi~, psi_i(y~_i)>
     bound = float(psi @ psi + theta.mean())
@@ -170,18 +163,12 @@ def initialize_path(problem, eps, kappa, vertex=None):
 
 def _vertex_stats(problem, labelings):
     """The dual state's ``(M, Q)`` rows of one labeling per block."""
-    if dense_oracles(problem):
-        M = np.array([problem.phi(i, y) for i, y in enumerate(labelings)]) - problem.truth_phi
-        return M.reshape(problem.n_samples, problem.n_params), np.zeros((problem.n_samples, 0))
-    return stats_from_labels(problem.kind, problem.edges, problem.tok_offsets, labelings,
-                             problem.node_offsets, problem.n_codes, problem.n_pair)
+    return stats_from_labels(problem.packed(), labelings, problem.n_codes, problem.n_pair)
 
 
 def _cancelling_scale(problem):
     """The size of what cancels in ``psi~``: rounding below ~1e-16 of it is no signal (spec
     §8.2)."""
-    if dense_oracles(problem):
-        return problem.squared_radius() + 1.0
     X = problem.token_matrix()
     lengths = np.diff(problem.tok_offsets)
     row_sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()

@@ -10,7 +10,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from .._kernels import batch, labelings, smoothed
+from .._kernels import batch, labelings, python_oracle, smoothed
 from .._kernels.sparse import token_gram
 from .._kernels.threads import thread_map
 from ..smoothing import _check_mu
@@ -25,6 +25,7 @@ TOKEN_ALPHA = 4.5e-5
 
 _EMPTY_EDGES = np.zeros((0, 2), dtype=np.int64)
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
+_EMPTY_DATA = np.zeros((0, 0))
 
 
 def example_rows(offsets, idx):
@@ -47,6 +48,12 @@ def example_rows(offsets, idx):
     lengths = offsets[idx + 1] - offsets[idx]
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     return np.repeat(offsets[idx] - starts, lengths) + np.arange(lengths.sum(), dtype=np.int64)
+
+
+def label_space(problem):
+    """``problem`` packed for the label-space kernels: a :class:`GraphProblem`'s
+    :meth:`~GraphProblem.label_space`, any other problem itself."""
+    return problem.label_space() if isinstance(problem, GraphProblem) else problem
 
 
 class ExampleWeights:
@@ -187,7 +194,13 @@ class Problem(ExampleWeights):
         Per-token losses packed like the tokens (chain label costs, candidate losses). None
         gives zeros.
     edges, parent, order : ndarray of int64, default=empty
-        Label-interaction graph (multi-label structures), empty otherwise.
+        Label-interaction graph (multi-label structures; graphs: every example's edges, between
+        its own nodes), empty otherwise.
+    edge_offsets : ndarray of int64, default=empty
+        Graphs: example ``i`` owns ``edges[edge_offsets[i]:edge_offsets[i + 1]]``; empty when
+        the examples share ``edges``.
+    edge_data : ndarray of shape (n_edges, n_edge_features), default=empty
+        Graphs: each edge's features, which weigh its label pair in ``q(y)``.
     sample_weight : ndarray of shape (n_samples,) or None, default=None
         Per-example weights of the loss, normalised to mean 1 (``with_sample_weight``): the
         objective's loss term is ``mean_i w_i H_i(w)``. None gives ones.
@@ -211,6 +224,8 @@ class Problem(ExampleWeights):
     edges: np.ndarray = field(default_factory=lambda: _EMPTY_EDGES)
     parent: np.ndarray = field(default_factory=lambda: _EMPTY_INT)
     order: np.ndarray = field(default_factory=lambda: _EMPTY_INT)
+    edge_offsets: np.ndarray = field(default_factory=lambda: _EMPTY_INT)
+    edge_data: np.ndarray = field(default_factory=lambda: _EMPTY_DATA)
     sample_weight: np.ndarray = None
     _gram: tuple = None
     _largest: np.ndarray = None
@@ -257,30 +272,33 @@ class Problem(ExampleWeights):
         -------
         Packed
             ``(kind, edges, parent, order, indptr, indices, data, tok_offsets, y,
-            node_offsets, tok_loss)``, a named tuple (``_kernels.labelings.Packed``).
+            node_offsets, tok_loss, edge_offsets, edge_data, oracle)``, a named tuple
+            (``_kernels.labelings.Packed``); ``oracle`` the key of the Python oracle of the
+            examples (-1: the compiled ones decode them).
         """
-        return labelings.Packed(*self.graph_args(), *self.data_args())
+        return labelings.Packed(self.kind, self.edges, self.parent, self.order, self.indptr,
+                                self.indices, self.data, self.tok_offsets, self.y,
+                                self.node_offsets, self.tok_loss, self.edge_offsets,
+                                self.edge_data, self._oracle_key())
 
-    def graph_args(self):
-        """Return the structure arguments the kernels take first.
+    def _oracle_key(self):
+        return -1
+
+    def example_graph(self, i):
+        """``(edges, edge_data)`` of example ``i``, as the label-space kernels take it
+        (``_kernels.labelings.example_graph``).
+
+        Parameters
+        ----------
+        i : int
+            The example.
 
         Returns
         -------
-        tuple
-            ``(kind, edges, parent, order)``.
+        tuple of ndarray
+            Its edges (all the examples' when they share them) and their features.
         """
-        return self.kind, self.edges, self.parent, self.order
-
-    def data_args(self):
-        """Return the packed data arguments the kernels take after :meth:`graph_args`.
-
-        Returns
-        -------
-        tuple
-            ``(indptr, indices, data, tok_offsets, y, node_offsets, tok_loss)``.
-        """
-        return (self.indptr, self.indices, self.data, self.tok_offsets, self.y,
-                self.node_offsets, self.tok_loss)
+        return labelings.example_graph(self.packed(), i)
 
     def split_coef(self, coef):
         """Split a parameter vector into views ``(W, theta)``.
@@ -341,8 +359,7 @@ class Problem(ExampleWeights):
         Q : ndarray of shape (n_samples, n_pair)
             ``q(y_i)``, one row per example.
         """
-        return batch.stats_from_labels(self.kind, self.edges, self.tok_offsets, self.y,
-                                       self.node_offsets, self.n_codes, self.n_pair)
+        return batch.stats_from_labels(self.packed(), self.y, self.n_codes, self.n_pair)
 
     def squared_radius(self):
         """Return the mean over examples of ``2 ||X_i||_F^2 + 2 T_i``.
@@ -583,14 +600,86 @@ class Problem(ExampleWeights):
         return 1.0 - float(np.mean(losses))
 
 
+@dataclass
+class GraphLabels(Problem):
+    """The examples of a :class:`GraphProblem` packed in label space (kind ``GRAPH``), for
+    BCFW's compiled pass: tokens are the nodes, ``S(y)`` their one-hot labels and ``q(y)`` the
+    edges' features times their label pairs, so ``phi(x, y) = vec(X^T S(y)) (+) q(y)`` is the
+    structure's own. The kernels call the structure's oracle from Python per example (the
+    key of ``_kernels.python_oracle``); the oracle counts, the exactness and the feasible set
+    are the graph problem's.
+
+    Parameters
+    ----------
+    graphs : GraphProblem
+        The examples (see :class:`Problem` for the other parameters).
+    """
+
+    graphs: object = None
+
+    def _oracle_key(self):
+        return self.graphs.oracle_key
+
+    @property
+    def gram(self):
+        return self.graphs.label_gram
+
+    @property
+    def certified(self):
+        return self.graphs.certified
+
+    @property
+    def oracle_calls(self):
+        return self.graphs.oracle_calls
+
+    @property
+    def constrained(self):
+        return self.graphs.constrained
+
+    def project(self, coef):
+        return self.graphs.project(coef)
+
+    def pairwise_bounds(self):
+        return self.graphs.pairwise_bounds()
+
+    def training_parts(self, features=True):
+        return self.graphs.training_parts(features)
+
+    def largest_losses(self):
+        return self.graphs.largest_losses()
+
+    def subset(self, idx):
+        return self.graphs.subset(idx).label_space()
+
+
+class _GraphOracle:
+    """The per-example oracle of a graph problem as the compiled kernels call it
+    (``_kernels.python_oracle``): it records each call in the problem's counters."""
+
+    def __init__(self, structure, examples, oracle_calls, inexact_calls):
+        self.structure = structure
+        self.examples = examples
+        self.oracle_calls = oracle_calls
+        self.inexact_calls = inexact_calls
+
+    def __call__(self, i, U, theta, augment, y_out):
+        labeling, (name, exact) = self.structure._label_oracle(self.examples[i], U, theta,
+                                                               augment)
+        y_out[:] = labeling
+        self.oracle_calls[name] += 1
+        if not exact:
+            self.inexact_calls[0] += 1
+
+
 class GraphProblem(ExampleWeights):
     """Validated examples of a graph structure (:class:`BinaryGraphCRF`, ``GraphCRF``) for the
     solvers, whose oracles run from Python per example.
 
-    The solvers cannot call these oracles (graph cuts, integer programs, message passing) from
-    their compiled loops: they take their dense-oracle paths, with dense per-example
-    statistics (``coef`` is short: node features times states plus the pairwise tables) and,
-    for ``BinaryGraphCRF``, a projection keeping the pairwise table submodular after every step.
+    BCFW packs them in label space (:meth:`label_space`) and steps in its compiled pass, which
+    calls these oracles (graph cuts, integer programs, message passing) from Python. BMRM and
+    the smoothed solvers take their dense-oracle paths, with dense per-example statistics
+    (``coef`` is short: node features times states plus the pairwise tables) and, for
+    ``BinaryGraphCRF``, a projection keeping the pairwise table submodular after every step.
     The structure supplies, per validated example, ``_decode`` (the max oracle), ``_smoothed``
     (the top-K oracle), ``_phi``, ``_loss``, ``_largest_loss`` and ``_squared_radius``. Every
     oracle call reports the oracle that ran and whether it was exact: ``oracle_calls`` counts
@@ -598,7 +687,7 @@ class GraphProblem(ExampleWeights):
     certificates).
     """
 
-    #: the solvers' switch to their dense-oracle path
+    #: the smoothed solvers' and BMRM's switch to their dense-oracle path
     dense_oracles = True
     #: no compiled structure kind (``smoothing_code`` then refuses l2 over all outputs)
     kind = -1
@@ -745,6 +834,50 @@ class GraphProblem(ExampleWeights):
     def y(self):
         """The true labelings, concatenated (int32 state indices)."""
         return np.concatenate([self.labeling(i) for i in range(self.n_samples)]).astype(np.int32)
+
+    def label_space(self):
+        """The examples packed in label space for BCFW's compiled pass (:class:`GraphLabels`),
+        with this problem's sample weights.
+
+        Returns
+        -------
+        GraphLabels
+            Views of arrays packed once per problem.
+        """
+        return GraphLabels(**self._label_arrays, sample_weight=self.sample_weight, graphs=self)
+
+    @cached_property
+    def _label_arrays(self):
+        parts = [self.structure._label_graph(example) for example in self.examples]
+        features = sp.csr_matrix(np.vstack([f for f, _, _, _ in parts]))
+        n_edges = [len(e) for _, e, _, _ in parts]
+        S = len(self.structure.classes_)
+        return dict(kind=labelings.GRAPH, indptr=features.indptr.astype(np.int64),
+                    indices=features.indices.astype(np.int64), data=features.data,
+                    n_features=features.shape[1], tok_offsets=self.node_offsets,
+                    y=self.y, node_offsets=self.node_offsets, n_codes=S,
+                    n_pair=parts[0][2].shape[1] * S * S,
+                    tok_loss=np.concatenate([np.full(len(f), loss) for f, _, _, loss in parts]),
+                    edges=np.vstack([e for _, e, _, _ in parts]).astype(np.int64),
+                    edge_offsets=np.concatenate([[0], np.cumsum(n_edges)]).astype(np.int64),
+                    edge_data=np.ascontiguousarray(np.vstack([d for _, _, d, _ in parts]),
+                                                   dtype=np.float64))
+
+    @cached_property
+    def label_gram(self):
+        """The node Gram matrices of :meth:`label_space` (``Problem.gram``), computed once."""
+        arrays = self._label_arrays
+        return token_gram(arrays["indptr"], arrays["indices"], arrays["data"],
+                          arrays["tok_offsets"], arrays["n_features"])
+
+    @cached_property
+    def _oracle(self):
+        return _GraphOracle(self.structure, self.examples, self.oracle_calls, self.inexact_calls)
+
+    @cached_property
+    def oracle_key(self):
+        """The key under which the compiled kernels call this problem's oracle."""
+        return python_oracle.register(self._oracle)
 
     @property
     def constrained(self):

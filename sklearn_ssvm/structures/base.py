@@ -387,7 +387,7 @@ class StructuredModel(BaseEstimator):
         """``phi(x, y)`` of a problem packed from one labelled example."""
         S = np.zeros((problem.tok_offsets[-1], problem.n_codes))
         q = np.zeros(problem.n_pair)
-        labelings.add_stats(problem.kind, problem.y, 1.0, S, q, problem.edges)
+        labelings.add_stats(problem.kind, problem.y, 1.0, S, q, problem.example_graph(0))
         return cls._feature(problem, S, q)
 
     def joint_feature(self, x, y):

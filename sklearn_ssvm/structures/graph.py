@@ -477,6 +477,22 @@ class BinaryGraphCRF(BaseEstimator):
         y_best, value = graphcut_map(unary, edges, theta)
         return y_best, value, gold, ("graphcut", True)
 
+    def _label_oracle(self, example, unary, pair, augment):
+        """The graph cut of :meth:`_decode` at unary scores ``X W`` and the pairwise table:
+        ``(labeling, (oracle name, exact))``."""
+        features, edges, y = example
+        if augment:
+            unary = unary + 1.0 / features.shape[0]
+            unary[np.arange(features.shape[0]), y] -= 1.0 / features.shape[0]
+        return graphcut_map(unary, edges, pair.reshape(2, 2))[0], ("graphcut", True)
+
+    @staticmethod
+    def _label_graph(example):
+        """The example in label space: ``(features, edges, edge_data, node loss)``, each edge
+        counting its label pair once."""
+        features, edges, _ = example
+        return features, edges, np.ones((edges.shape[0], 1)), 1.0 / features.shape[0]
+
     def _smoothed(self, example, coef, smoothing):
         top_k = None if smoothing.code == NONE else smoothing.K
         return (*self._smoothed_potentials(self._scores(example, coef), top_k, smoothing.mu),

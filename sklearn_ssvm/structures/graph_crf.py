@@ -510,8 +510,14 @@ class GraphCRF(BaseEstimator):
         and the score of the true labeling (0 without one)."""
         S = self.n_states_
         d = self.n_features_in_
-        unary = example.features @ coef[:d * S].reshape(d, S)
-        tables = coef[d * S:].reshape(-1, S, S)
+        return self._potentials_of(example, example.features @ coef[:d * S].reshape(d, S),
+                                   coef[d * S:], augment)
+
+    def _potentials_of(self, example, unary, pair, augment):
+        """:meth:`_potentials` from the unary scores ``X W`` and the pairwise part of
+        ``coef``."""
+        S = self.n_states_
+        tables = pair.reshape(-1, S, S)
         if not self.directed:
             tables = 0.5 * (tables + tables.transpose(0, 2, 1))
         edge_tables = (example.edge_features @ tables.reshape(-1, S * S)).reshape(-1, S, S)
@@ -560,6 +566,25 @@ class GraphCRF(BaseEstimator):
         result = oracle(example.mrf, potentials)
         return result.assignment, result.value, gold, (type(oracle).__name__,
                                                        bool(result.exact))
+
+    def _label_oracle(self, example, unary, pair, augment):
+        """The oracle of :meth:`_decode` at unary scores ``X W`` and the pairwise part of
+        ``coef`` (BCFW's compiled pass): ``(labeling, (oracle name, exact))``."""
+        potentials, _ = self._potentials_of(example, unary, pair, augment)
+        oracle = self._oracle(example, potentials)
+        result = oracle(example.mrf, potentials)
+        return result.assignment, (type(oracle).__name__, bool(result.exact))
+
+    def _label_graph(self, example):
+        """The example in label space: ``(features, edges, edge_data, node loss)`` with ``q(y)``
+        the pairwise part of :meth:`_phi` (an undirected model counts each edge both ways, at
+        half weight, the symmetrised tables of ``_phi``)."""
+        edges, data = example.edges, example.edge_features
+        if not self.directed:
+            edges = np.vstack([edges, edges[:, ::-1]])
+            data = 0.5 * np.vstack([data, data])
+        return example.features, edges, data, 1.0 / example.n_nodes if self.normalize_loss \
+            else 1.0
 
     def _max_marginals(self, example, potentials, allowed):
         """Max-marginals under the ``allowed`` mask, and a maximising labeling, for BMMF: graph
