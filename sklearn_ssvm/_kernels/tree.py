@@ -107,18 +107,20 @@ def _merge_kbest(acc, msg, bp_prev, bp_msg, tmp_val, tmp_prev, tmp_msg):
 
 def tree_recursion(semiring):
     """The upward pass compiled for one semiring (as ``chain.chain_recursion``): ``upward(mu,
-    unary, pair, parent, order, belief, msg, msg_lab, msg_rank, mrg_prev, mrg_msg, rmsg,
-    rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg, vbelief)``.
+    unary, pair, tree, belief, msg, rmsg, vbelief, pointers, root_pointers)``, ``tree`` the
+    forest's ``(parent, order)``.
 
     Fills ``belief`` (p, S, K), the messages ``msg`` (p, S, K) of non-roots to their parents,
     ``rmsg`` (p, 1, K) of roots to the virtual node, and ``vbelief`` (1, K), the virtual node's
     table: the best score(s) (max-plus) or the log-partition (log-sum-exp). For ``KBEST``,
-    ``msg_lab/msg_rank`` are the message backpointers and ``mrg_prev/mrg_msg`` the merge
-    backpointers, likewise ``rmsg_*``/``rmrg_*`` for roots; the other semirings ignore them.
+    ``pointers = (msg_lab, msg_rank, mrg_prev, mrg_msg)`` are the message backpointers and the
+    merge backpointers, likewise ``root_pointers`` for roots; the other semirings ignore them.
     """
     @njit(cache=True, nogil=True)
-    def upward(mu, unary, pair, parent, order, belief, msg, msg_lab, msg_rank, mrg_prev,
-               mrg_msg, rmsg, rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg, vbelief):
+    def upward(mu, unary, pair, tree, belief, msg, rmsg, vbelief, pointers, root_pointers):
+        parent, order = tree
+        msg_lab, msg_rank, mrg_prev, mrg_msg = pointers
+        rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg = root_pointers
         p = unary.shape[0]
         S = unary.shape[1]
         K = belief.shape[2]
@@ -166,13 +168,16 @@ _upward_lse = tree_recursion(LOG_SUM_EXP)
 
 
 @njit(cache=True, nogil=True)
-def _tree_backtrack(parent, order, msg_lab, msg_rank, mrg_prev, mrg_msg, rmsg_lab, rmsg_rank,
-                    rmrg_prev, rmrg_msg, rank, y_out, cur_rank):
-    """Recover the labeling of rank ``rank`` (K-best) into ``y_out``.
+def _tree_backtrack(tree, pointers, root_pointers, rank, y_out, cur_rank):
+    """Recover the labeling of rank ``rank`` (K-best) into ``y_out`` (the arguments of the
+    upward pass, see :func:`tree_recursion`).
 
     Visiting nodes parents-first meets a node's children in the reverse of their merge order,
     so each child peels the last merge off its parent's current rank.
     """
+    parent, order = tree
+    msg_lab, msg_rank, mrg_prev, mrg_msg = pointers
+    rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg = root_pointers
     p = parent.shape[0]
     vrank = rank
     for i in range(p):
@@ -221,8 +226,8 @@ def tree_max(unary, pair, parent, order):
     rmsg = np.empty((p, 1, 1))
     vbelief = np.empty((1, 1))
     no_bp = np.empty((p, 0, 0), dtype=np.int32)  # max-plus recomputes argmaxes instead
-    _upward_max_plus(1.0, unary, pair, parent, order, belief, msg, no_bp, no_bp, no_bp, no_bp,
-                     rmsg, no_bp, no_bp, no_bp, no_bp, vbelief)
+    _upward_max_plus(1.0, unary, pair, (parent, order), belief, msg, rmsg, vbelief,
+                     (no_bp, no_bp, no_bp, no_bp), (no_bp, no_bp, no_bp, no_bp))
     # parents first: each node takes the lowest state maximising its belief (children included)
     # plus the potential to its parent's decoded state, i.e. the argmax its message kept
     y = np.empty(p, dtype=np.int32)
@@ -272,26 +277,21 @@ def tree_topk(unary, pair, parent, order, K):
     S = unary.shape[1]
     belief = np.empty((p, S, K))
     msg = np.empty((p, S, K))
-    msg_lab = np.empty((p, S, K), dtype=np.int32)
-    msg_rank = np.empty((p, S, K), dtype=np.int32)
-    mrg_prev = np.empty((p, S, K), dtype=np.int32)
-    mrg_msg = np.empty((p, S, K), dtype=np.int32)
+    pointers = (np.empty((p, S, K), dtype=np.int32), np.empty((p, S, K), dtype=np.int32),
+                np.empty((p, S, K), dtype=np.int32), np.empty((p, S, K), dtype=np.int32))
     rmsg = np.empty((p, 1, K))
-    rmsg_lab = np.empty((p, 1, K), dtype=np.int32)
-    rmsg_rank = np.empty((p, 1, K), dtype=np.int32)
-    rmrg_prev = np.empty((p, 1, K), dtype=np.int32)
-    rmrg_msg = np.empty((p, 1, K), dtype=np.int32)
+    root_pointers = (np.empty((p, 1, K), dtype=np.int32), np.empty((p, 1, K), dtype=np.int32),
+                     np.empty((p, 1, K), dtype=np.int32), np.empty((p, 1, K), dtype=np.int32))
     vbelief = np.empty((1, K))
-    _upward_kbest(1.0, unary, pair, parent, order, belief, msg, msg_lab, msg_rank,
-                  mrg_prev, mrg_msg, rmsg, rmsg_lab, rmsg_rank, rmrg_prev, rmrg_msg, vbelief)
+    tree = (parent, order)
+    _upward_kbest(1.0, unary, pair, tree, belief, msg, rmsg, vbelief, pointers, root_pointers)
     scores = vbelief[0].copy()
     labelings = np.full((K, p), -1, dtype=np.int32)
     cur_rank = np.empty(p, dtype=np.int32)
     for k in range(K):
         if scores[k] == -np.inf:
             break  # infeasible ranks are padding
-        _tree_backtrack(parent, order, msg_lab, msg_rank, mrg_prev, mrg_msg, rmsg_lab,
-                        rmsg_rank, rmrg_prev, rmrg_msg, k, labelings[k], cur_rank)
+        _tree_backtrack(tree, pointers, root_pointers, k, labelings[k], cur_rank)
     return scores, labelings
 
 
@@ -337,8 +337,8 @@ def tree_marginals(unary, pair, parent, order, mu):
     node = np.zeros((p, S))
     edge = np.zeros((p, S, S))
     mu = float(mu)
-    _upward_lse(mu, unary, pair, parent, order, belief, msg, no_bp, no_bp, no_bp, no_bp, rmsg,
-                no_bp, no_bp, no_bp, no_bp, vbelief)
+    _upward_lse(mu, unary, pair, (parent, order), belief, msg, rmsg, vbelief,
+                (no_bp, no_bp, no_bp, no_bp), (no_bp, no_bp, no_bp, no_bp))
     value = vbelief[0, 0]
     if value == -np.inf:
         return value, node, edge
