@@ -681,7 +681,8 @@ class GraphProblem(ExampleWeights):
     (``coef`` is short: node features times states plus the pairwise tables) and, for
     ``BinaryGraphCRF``, a projection keeping the pairwise table submodular after every step.
     The structure supplies, per validated example, ``_decode`` (the max oracle), ``_smoothed``
-    (the top-K oracle), ``_phi``, ``_loss``, ``_largest_loss`` and ``_squared_radius``. Every
+    (the top-K oracle), ``_loss``, ``_largest_loss``, ``_squared_radius``, and for
+    :meth:`label_space` ``_label_graph`` and ``_label_oracle``. Every
     oracle call reports the oracle that ran and whether it was exact: ``oracle_calls`` counts
     them by name and ``certified`` says whether all were exact (only then are duality gaps
     certificates).
@@ -761,10 +762,6 @@ class GraphProblem(ExampleWeights):
         """Refuse, before a fit starts, a smoothing the structure has no oracle for."""
         self.structure._check_smoothing(smoothing.code)
 
-    def phi(self, i, y):
-        """``phi(x_i, y)``, dense."""
-        return self.structure._phi(self.examples[i], y)
-
     def loss(self, i, y):
         """The task loss of labeling ``y`` of example ``i``."""
         return self.structure._loss(self.examples[i], y)
@@ -773,18 +770,10 @@ class GraphProblem(ExampleWeights):
         """The true labeling of example ``i`` (state indices)."""
         return self.structure._example_arrays(self.examples[i])[2]
 
-    def decode(self, i, coef, augment=True):
-        """The (loss-augmented) oracle on example ``i``: ``(labeling, value, gold)`` with
-        ``value`` its score plus loss and ``gold`` the true labeling's score."""
-        y, value, gold, report = self.structure._decode(self.examples[i], coef, augment)
-        self._record(report)
-        return y, value, gold
-
-    def run_oracle(self, coef, augment, M=None, Q=None):
-        """Every example's oracle, as ``Problem.run_oracle``: ``(labelings, values, gold,
-        expected)``; ``values`` the best (loss-augmented) scores, ``gold`` the true labelings'
-        scores and, with a dense dual state ``M`` (rows ``E[phi(y)] - phi(y_i)``), ``expected
-        = gold + M @ coef``, the expected scores under the dual point."""
+    def run_oracle(self, coef, augment):
+        """Every example's oracle, as ``Problem.run_oracle`` without a dual state:
+        ``(labelings, values, gold, None)``; ``labelings`` a list, ``values`` the best
+        (loss-augmented) scores, ``gold`` the true labelings' scores."""
         results = thread_map(lambda i: self.structure._decode(self.examples[i], coef, augment),
                              self.n_samples)
         labelings = [r[0] for r in results]
@@ -792,8 +781,7 @@ class GraphProblem(ExampleWeights):
         gold = np.array([r[2] for r in results], dtype=np.float64)
         for r in results:
             self._record(r[3])
-        expected = None if M is None else gold + M @ coef
-        return labelings, values, gold, expected
+        return labelings, values, gold, None
 
     def hinge_losses(self, coef):
         """Structured hinge ``max_y H_i(y)`` of every example (one oracle call each)."""
@@ -817,11 +805,6 @@ class GraphProblem(ExampleWeights):
         """The dual state at the true labelings, ``M_i = E[phi(y)] - phi(y_i) = 0`` (also SGD's
         reference gradients: the dense ones already subtract ``phi(x_i, y_i)``)."""
         return np.zeros((self.n_samples, self.n_params)), np.zeros((self.n_samples, 0))
-
-    @cached_property
-    def truth_phi(self):
-        """``phi(x_i, y_i)`` of every example, ``(n_samples, n_params)`` (computed once)."""
-        return np.array([self.phi(i, self.labeling(i)) for i in range(self.n_samples)])
 
     @cached_property
     def node_offsets(self):
