@@ -248,10 +248,8 @@ def test_max_product_exact_on_forests_never_above_the_optimum():
         assert not r.exact and np.isclose(r.value, bf.value)
         # the max-beliefs alone decode the optimum (no ICM), each block's maximum is 0
         beliefs = np.empty(mrf.dim)
-        K.trw_max_product(pot, np.ones(mrf.n_edges), mrf.node_offsets, mrf.edges,
-                          mrf.edge_offsets, mrf.n_states, mrf._inc_ptr, mrf._inc_edge,
-                          mrf._inc_other, mrf._inc_first,
-                          np.zeros((2 * mrf.n_edges, 4)), 0.0, 1e-12, 100, beliefs)
+        K.trw_max_product(pot, np.ones(mrf.n_edges), mrf.layout,
+                          np.zeros((2 * mrf.n_edges, 4)), (0.0, 1e-12, 100), beliefs)
         blocks = [beliefs[mrf.node_offsets[i]:mrf.node_offsets[i + 1]] for i in range(8)]
         np.testing.assert_array_equal([np.argmax(b) for b in blocks], bf.assignment)
         assert all(np.max(b) == 0.0 for b in blocks)

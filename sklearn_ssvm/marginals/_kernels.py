@@ -433,8 +433,9 @@ def tree_reweighted_messages(max_product):
     max-product (TRW max-product; loopy max-product when every ``rho`` is 1), the semiring a
     closure constant as in ``sklearn_ssvm._kernels.chain.chain_recursion``.
 
-    The returned kernel ``run(theta, rho, node_off, edges, edge_off, n_states, inc_ptr, inc_edge,
-    inc_other, inc_first, logm, damping, tol, max_iter, mu)`` keeps log messages in ``logm`` of
+    The returned kernel ``run(theta, rho, layout, logm, settings, mu)``, ``layout`` the model's
+    ``PairwiseMRF.layout`` and ``settings`` the ``(damping, tol, max_iter)``, keeps log messages
+    in ``logm`` of
     shape ``(2 E, S_max)``: for edge ``e = (a, b)`` row ``2 e`` is the message ``b -> a`` and
     row ``2 e + 1`` the message ``a -> b``; updated in place (warm start). Update (log domain,
     then normalised and damped; ``(+)`` is log-sum-exp or max)::
@@ -449,8 +450,9 @@ def tree_reweighted_messages(max_product):
     the sweeps made and the largest change of a log message in the last one.
     """
     @njit(cache=True, nogil=True)
-    def run(theta, rho, node_off, edges, edge_off, n_states, inc_ptr, inc_edge, inc_other,
-            inc_first, logm, damping, tol, max_iter, mu):
+    def run(theta, rho, layout, logm, settings, mu):
+        node_off, edges, edge_off, n_states, inc_ptr, inc_edge, inc_other, inc_first = layout
+        damping, tol, max_iter = settings
         N = n_states.shape[0]
         E = edges.shape[0]
         S = 0

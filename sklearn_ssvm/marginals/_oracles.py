@@ -266,10 +266,8 @@ class MaxProductMAP(_Oracle):
             raise ValueError(f"damping must be in [0, 1), got {self.damping!r}.")
         logm = np.zeros((2 * mrf.n_edges, int(mrf.n_states.max())))
         beliefs = np.empty(mrf.dim)
-        K.trw_max_product(pot, self._weights(mrf), mrf.node_offsets, mrf.edges, mrf.edge_offsets,
-                          mrf.n_states, mrf._inc_ptr, mrf._inc_edge, mrf._inc_other,
-                          mrf._inc_first, logm, float(self.damping), float(self.tol),
-                          int(self.max_iter), beliefs)
+        K.trw_max_product(pot, self._weights(mrf), mrf.layout, logm,
+                          (float(self.damping), float(self.tol), int(self.max_iter)), beliefs)
         starts = [_best_states(mrf, beliefs)] + ([] if init is None else [init])
         best = max((ICMMAP()(mrf, pot, init=x) for x in starts), key=lambda r: r.value)
         return self._result(mrf, pot, best.assignment, False)

@@ -579,9 +579,8 @@ def trbp_log_partition(mrf, theta, rho, damping=0.5, tol=1e-8, max_iter=2000):
     theta = np.ascontiguousarray(theta, dtype=np.float64)
     logm = np.zeros((2 * mrf.n_edges, int(mrf.n_states.max())))
     tau = np.empty(mrf.dim)
-    _, change = K.trbp(theta, np.maximum(rho, 1e-12), mrf.node_offsets, mrf.edges,
-                       mrf.edge_offsets, mrf.n_states, mrf._inc_ptr, mrf._inc_edge,
-                       mrf._inc_other, mrf._inc_first, logm, damping, tol, max_iter, tau)
+    _, change = K.trbp(theta, np.maximum(rho, 1e-12), mrf.layout, logm,
+                       (float(damping), float(tol), int(max_iter)), tau)
     return trw_objective(mrf, tau, rho, theta), tau, bool(change < tol)
 
 
@@ -623,9 +622,8 @@ def trw_local_polytope(mrf, rho0="matrix_tree", n_rho_iter=0, damping=0.5, tol=1
     n_outer = n_rho_iter + 1 if mrf.n_edges else 1
     for i in range(n_outer):
         rho_safe = np.maximum(rho, 1e-12)
-        it, change = K.trbp(mrf.theta, rho_safe, mrf.node_offsets, mrf.edges, mrf.edge_offsets,
-                            mrf.n_states, mrf._inc_ptr, mrf._inc_edge, mrf._inc_other,
-                            mrf._inc_first, logm, damping, tol, max_iter, mu)
+        it, change = K.trbp(mrf.theta, rho_safe, mrf.layout, logm,
+                            (float(damping), float(tol), int(max_iter)), mu)
         n_iter += it
         converged &= bool(change < tol)
         if i == n_outer - 1:
