@@ -10,7 +10,7 @@ from ._exact import brute_force_marginals, grid_marginals, marginal_error
 from ._graphcut import bmmf_topk, graphcut_map, graphcut_max_marginals, project_submodular
 from ._mrf import PairwiseMRF, grid_edges, random_complete_graph, random_grid, random_rbm
 from ._oracles import (AlphaExpansionMAP, AutoMAP, BestOfMAP, BruteForceMAP, GraphCutMAP, ICMMAP,
-                       MAPResult, MaxProductMAP, MILPMAP, TreeMAP)
+                       MAPResult, MaxProductMAP, MILPMAP, TreeMAP, TRWSMAP, TRWSThenMILPMAP)
 from ._solvers import (TRWFrankWolfe, frank_wolfe_trw, rescale_weights, trbp_log_partition,
                        trw_barrier_fw, trw_local_polytope, update_delta)
 from ._spanning import (edge_mutual_information, entropy_coefficients, initial_rho,
@@ -21,7 +21,7 @@ __all__ = ["PairwiseMRF", "TRWBarrierFW", "TRWLocalPolytope", "TRWFrankWolfe",
            "frank_wolfe_trw", "trw_barrier_fw", "trw_local_polytope", "trbp_log_partition",
            "initial_rho",
            "update_delta", "rescale_weights",
-           "MAPResult", "AlphaExpansionMAP", "AutoMAP", "BestOfMAP", "BruteForceMAP",
+           "MAPResult", "TRWSMAP", "TRWSThenMILPMAP", "AlphaExpansionMAP", "AutoMAP", "BestOfMAP", "BruteForceMAP",
            "GraphCutMAP", "ICMMAP", "MaxProductMAP",
            "MILPMAP", "TreeMAP", "bmmf_topk", "graphcut_map", "graphcut_max_marginals",
            "project_submodular",

@@ -134,7 +134,7 @@ class PairwiseMRF:
         self._inc_edge = eid[order].astype(np.int64)
         self._inc_other = other[order].astype(np.int64)
         self._inc_first = first[order]
-        #: the graph as the compiled message passing takes it
+        #: the graph as the compiled message passing takes it (``_kernels``, ``_trws.py``)
         self.layout = (self.node_offsets, self.edges, self.edge_offsets, self.n_states,
                        self._inc_ptr, self._inc_edge, self._inc_other, self._inc_first)
         # clique index of each flat coordinate (nodes 0..N-1, edges N..N+E-1)

