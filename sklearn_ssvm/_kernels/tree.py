@@ -155,8 +155,8 @@ def tree_recursion(semiring):
             if semiring == KBEST:
                 _merge_kbest(into, out, rmrg_prev[v] if root else mrg_prev[v],
                              rmrg_msg[v] if root else mrg_msg[v], tmp_val, tmp_prev, tmp_msg)
-            else:
-                for s in range(S):
+            else:  # a root's message to the virtual node has one state, not S
+                for s in range(out.shape[0]):
                     into[s, 0] += out[s, 0]
 
     return upward
