@@ -193,7 +193,7 @@ def oracle_cost(structure, coef, X_, Y_, repeats=3):
 
 print("\n| model | oracle | ms / call | us / node |")
 print("|---|---|---|---|")
-for inference in ("max_product", "icm", "expansion", "auto"):
+for inference in ("trws", "max_product", "icm", "expansion", "auto"):
     structure = GraphCRF(edge_features=True, directed=True, inference=inference).fit(X, Y)
     call, node = oracle_cost(structure, snake_model.coef_, X_test[:20], Y_test[:20])
     print(f"| snakes 8x8, 11 states | {inference} | {call * 1e3:.2f} | {node * 1e6:.1f} |")
