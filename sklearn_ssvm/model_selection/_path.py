@@ -17,8 +17,8 @@ without refitting (``best_estimator``).
 Notation: ``alpha`` is the paper's ``lambda`` everywhere (eq. (1)), the estimators' name for it.
 The dual is kept in label space (:class:`~sklearn_ssvm.solvers.bcfw.DualState`): block ``i`` holds
 ``M_i = E_{alpha_i} S(y)``, ``Q_i = E_{alpha_i} q(y)`` and ``ell_i = sum_y alpha_i(y) L_i(y) / n``,
-and ``w_i = [phi(x_i, y_i) - (X_i^T M_i (+) Q_i)] / (alpha n)``; for ``GraphCRF`` as dense rows
-``M_i = E_{alpha_i} phi(y) - phi(y_i)`` (``solvers/bcfw_path.py``).
+and ``w_i = [phi(x_i, y_i) - (X_i^T M_i (+) Q_i)] / (alpha n)``, ``GraphCRF``'s too (its
+``GraphProblem.label_space()``; ``solvers/bcfw_path.py``).
 """
 import copy
 import time
@@ -430,8 +430,8 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
         ``step``, ``cache``, ``cache_size`` and ``max_active`` (active sets and caches are
         carried from one breakpoint to the next, rescaled by Prop. 1). Its ``alpha``, ``tol``
         and ``averaging`` are ignored: the path certifies the last iterate. Every structure
-        is supported, ``GraphCRF`` included (its dense dual rows take Prop. 1 alike; the gaps
-        are certificates where its oracle is exact); box constraints (``coef_bounds``),
+        is supported, ``GraphCRF`` included (its label-space dual takes Prop. 1 alike; the
+        gaps are certificates where its oracle is exact or bounds its maxima); box constraints (``coef_bounds``),
         ``BinaryGraphCRF``'s submodular cone and the elastic net (``l1_ratio > 0``) are not:
         :func:`grid_search_path` solves them on a grid.
     X : list of arrays or sparse matrices, or 2-D array
