@@ -526,8 +526,9 @@ class BestOfMAP(_Oracle):
 
 class TRWSThenMILPMAP(_Oracle):
     """Exact MAP that pays for integer programming only where the relaxation is not tight:
-    TRW-S (``TRWSMAP``) first, whose labeling is certified when it meets TRW-S's bound, and
-    ``MILPMAP`` for the calls it leaves uncertified.
+    TRW-S (``TRWSMAP``, Kolmogorov 2006) first, whose labeling is certified when it meets
+    TRW-S's bound, and ``MILPMAP`` (spec 004 §2.2's integer program) for the calls it leaves
+    uncertified.
 
     ``answered`` names the oracle that answered the last call (``"TRWSMAP"`` or ``"MILPMAP"``),
     so that callers can report the share of calls that needed integer programming.
