@@ -84,7 +84,8 @@ SOLVERS = {
                                           "'positive_pairwise' is a box inside the cone)",
                  (None, ("bounds", "elastic_net")): "the box's dual (spec 002 §7) is the L2 "
                                                     "penalty's"},
-        certificate="exact duality gap (eq. (5)), certified where the oracle is exact",
+        certificate="exact duality gap (eq. (5)), certified where the oracle is exact or "
+                    "bounds its maxima (TRW-S)",
         warm_start=True, path="certified eps-path under L2 without bounds (BinaryGraphCRF: grid)"),
     "bmrm": Capabilities(
         name="BMRMStructuredSVM", options=("sample_weight",), penalties="l2",
