@@ -177,7 +177,7 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
         return GridSearchPath(estimator=clone(estimator), structure=structure,
                               n_samples=problem.n_samples, warm_start=warm_start, tol=tol,
                               points=points, wall_time=time.perf_counter() - wall)
-    settings = _solver_settings(estimator)
+    settings = _solver_settings(estimator, problem)
     random_state = getattr(estimator, "random_state", None)
     points = []
     if warm_start is None:

@@ -71,15 +71,16 @@ def _seed_sequences(random_state, k):
     return np.random.SeedSequence(entropy).spawn(k)
 
 
-def _solver_settings(estimator):
+def _solver_settings(estimator, problem):
     """BCFW settings of ``estimator`` (a ``BCFWStructuredSVM``) for the solves of a certified
-    path (Prop. 1 and Alg. 6 are BCFW's dual under the L2 penalty, without constraints)."""
+    path on ``problem`` (Prop. 1 and Alg. 6 are BCFW's dual under the L2 penalty, without
+    constraints)."""
     refusal = _certified_path_refusal(estimator)
     if refusal is not None:
         raise ValueError(refusal)
-    return {name: getattr(estimator, name)
-            for name in ("max_iter", "gap_check", "sampling", "step", "cache", "cache_size",
-                         "max_active")}
+    return dict({name: getattr(estimator, name)
+                 for name in ("max_iter", "gap_check", "sampling", "step", "cache_size",
+                              "max_active")}, cache=estimator._cache(problem))
 
 
 def _certified_path_refusal(estimator):
@@ -476,12 +477,13 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
                                         or max_breakpoints < 1):
         raise ValueError(f"max_breakpoints must be an int >= 1 or None, got "
                          f"{max_breakpoints!r}.")
-    settings = _solver_settings(estimator)
+    _solver_settings(estimator, None)  # refused before the data are packed
     if n_jobs is None:
         n_jobs = getattr(estimator, "n_jobs", None)
     rng = _as_generator(getattr(estimator, "random_state", None))
     structure = clone(estimator.structure)
     problem = structure.prepare(X, Y)
+    settings = _solver_settings(estimator, problem)
     check_zero_loss(problem)
     n = problem.n_samples
     tol = kappa * eps
