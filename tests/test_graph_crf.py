@@ -363,11 +363,110 @@ def test_bcfw_certifies_with_the_trws_bound():
             warnings.simplefilter("ignore")
             est.fit(X, Y)
         assert est.gap_certified_
-        assert set(est.oracle_calls_) <= {"TRWSMAP", "TRWSMAP (bound)", "BruteForceMAP"}
+        assert set(est.oracle_calls_) <= {"TRWSMAP", "TRWSMAP (bound)", "TRWSMAP (step)",
+                                          "BruteForceMAP"}
         est.structure_.inference = "brute_force"
         exact = est.primal_objective(X, Y)
         assert exact <= est.primal_objective_ + 1e-9
         assert exact - est.dual_objective_ <= est.duality_gap_ + 1e-9
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_compiled_trws_is_the_python_oracle(directed):
+    """BCFW's label space decodes TRW-S examples in compiled code: from the same (fresh)
+    messages it returns the labelings and bounds of ``TRWSMAP`` called from Python on the
+    structure's own potentials (parallel and reversed edges merged, undirected tables
+    symmetrised), values that score the labelings, bounds never below the enumerated maxima."""
+    from sklearn_ssvm.solvers.bcfw import DualState
+    rng = np.random.default_rng(31)
+    X = []
+    for _ in range(6):
+        features, edges = random_graph(rng, 7, 2, n_chords=3)
+        X.append((features, edges, rng.normal(size=(len(edges), 2))))
+    Y = [rng.integers(3, size=7) for _ in range(6)]
+    crf = GraphCRF(n_states=3, inference="trws", edge_features=True, directed=directed)
+    graphs = crf.prepare(X, Y)
+    problem = graphs.label_space()
+    assert np.all(graphs.compiled_oracles.code == 1)
+    for scale in (0.3, 3.0):  # weak and frustrated couplings
+        coef = scale * rng.normal(size=crf.n_params)
+        for i, x in enumerate(X):
+            graphs.examples[i].oracle = None  # fresh messages on both sides
+        graphs.compiled_oracles.logm[:] = 0.0
+        state = DualState.at_labels(problem)
+        y_out, values, gold, _ = problem.run_oracle(coef, True, state.M, state.Q)
+        bounds = graphs.compiled_oracles.bounds.copy()
+        W, theta = problem.split_coef(coef)
+        U = problem.token_matrix() @ W
+        for i, (x, y) in enumerate(zip(X, Y)):
+            t0, t1 = problem.tok_offsets[i], problem.tok_offsets[i + 1]
+            labeling, bound, _ = crf._label_oracle(graphs.examples[i], U[t0:t1], theta, True)
+            ours = y_out[problem.node_offsets[i]:problem.node_offsets[i + 1]]
+            np.testing.assert_array_equal(ours, labeling)
+            np.testing.assert_allclose(bounds[i], bound, rtol=1e-9, atol=1e-9)
+            labelings, scores = enumerated(crf, x, y, coef, True)
+            at = np.flatnonzero((labelings == ours).all(axis=1))[0]
+            assert values[i] >= scores[at] - 1e-9  # the bound where the labeling falls short
+            assert bounds[i] >= scores.max() - 1e-9 and scores[at] <= bounds[i] + 1e-9
+            assert gold[i] == pytest.approx(independent_score(crf, x, y, coef))
+
+
+def test_auto_compiles_trws_beside_python_oracles():
+    """``"auto"`` decodes forests and small models from Python (tree max-product, enumeration)
+    and large loopy ones by compiled TRW-S in the same fit: the steps' calls are counted
+    apart, and the gap stays certified."""
+    rng = np.random.default_rng(32)
+    X, Y = segmentation_data(rng, 4, 3, shape=(4, 4))  # 3**16 labelings: TRW-S
+    X += [random_tree(rng, 16, 3) for _ in range(2)]
+    Y += [rng.integers(3, size=16) for _ in range(2)]
+    crf = GraphCRF(n_states=3)
+    graphs = crf.prepare(X, Y)
+    np.testing.assert_array_equal(graphs.compiled_oracles.code, [1, 1, 1, 1, 0, 0])
+    est = BCFWStructuredSVM(GraphCRF(n_states=3), alpha=0.05, max_iter=10,
+                            random_state=0).fit(X, Y)
+    calls = est.oracle_calls_
+    assert {"TreeMAP", "TRWSMAP (step)"} <= set(calls) <= {
+        "TreeMAP", "TRWSMAP", "TRWSMAP (bound)", "TRWSMAP (step)"}
+    assert calls["TRWSMAP"] + calls.get("TRWSMAP (bound)", 0) > 0
+    assert est.gap_certified_ and est.n_cache_hits_ > 0  # "auto" caches on graphs
+
+
+def enumerated_marginals(crf, x, coef, temperature):
+    labelings, scores = enumerated(crf, x, None, coef, False)
+    p = np.exp((scores - scores.max()) / temperature)
+    p /= p.sum()
+    return np.stack([np.bincount(labelings[:, v], weights=p, minlength=crf.n_states_)
+                     for v in range(labelings.shape[1])])
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_predict_marginals_on_graphs():
+    """``predict_marginals`` on ``GraphCRF``: TRW's marginals, exact on trees (against
+    enumeration), on graphs with cycles locally consistent distributions close to the exact
+    marginals at weak couplings; a temperature that is not a finite number > 0 is refused."""
+    rng = np.random.default_rng(33)
+    trees = [random_tree(rng, 6, 2) for _ in range(3)]
+    loopy = [random_graph(rng, 6, 2, n_chords=2) for _ in range(3)]
+    Y = [rng.integers(3, size=6) for _ in range(6)]
+    est = BCFWStructuredSVM(GraphCRF(n_states=3), alpha=0.1, max_iter=5,
+                            random_state=0).fit(trees + loopy, Y)
+    crf = est.structure_
+    for temperature in (1.0, 0.5):
+        marginals = est.predict_marginals(trees + loopy, temperature=temperature)
+        for k, (x, m) in enumerate(zip(trees + loopy, marginals)):
+            exact = enumerated_marginals(crf, x, est.coef_, temperature)
+            assert m.shape == (6, 3) and np.allclose(m.sum(axis=1), 1.0) and np.all(m >= 0)
+            if k < 3:
+                np.testing.assert_allclose(m, exact, atol=1e-6)
+            else:
+                assert np.abs(m - exact).max() < 0.1
+    weak = 0.2 * est.coef_
+    loopy_exact = [enumerated_marginals(crf, x, weak, 1.0) for x in loopy]
+    loopy_trw = crf.marginals(loopy, weak)
+    assert max(np.abs(a - b).max() for a, b in zip(loopy_exact, loopy_trw)) < 0.02
+    for bad in (0.0, -1.0, np.inf, np.nan, None, "1"):
+        with pytest.raises(ValueError, match="temperature"):
+            est.predict_marginals(trees, temperature=bad)
 
 
 def test_labels_prediction_and_score():

@@ -13,7 +13,7 @@ from sklearn_ssvm.marginals import (
     entropy_coefficients, frank_wolfe_trw, grid_edges, grid_marginals, initial_rho,
     marginal_error, max_weight_spanning_tree, random_complete_graph, random_grid, random_rbm,
     rescale_weights, spanning_tree_edge_probs, trw_barrier_fw, trw_objective, update_delta)
-from sklearn_ssvm.marginals import _kernels as K
+from sklearn_ssvm._kernels import mrf as K
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -4,9 +4,9 @@ import functools
 import numpy as np
 from numba import njit
 
-from .labelings import (GRAPH, add_stats, example_graph, expected_label_loss, expected_score,
+from .labelings import (GRAPH, TRUE, add_stats, example_graph, expected_label_loss, expected_score,
                         labeling_score, oracle_one_kind, oracle_work_size)
-from .python_oracle import graph_oracle
+from .graph_oracle import graph_oracle
 from .sparse import add_outer_into, unary_scores_into
 from .threads import run_chunks
 
@@ -40,7 +40,7 @@ def _oracle_range(structure_kind):
     def oracle_range(packed, W, theta, augment, M, Q, y_out, values, true_scores,
                      expected_scores, lo, hi):
         kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss, \
-            _, _, python_oracle = packed
+            edge_off, _, graph_oracles = packed
         C = W.shape[1]
         with_state = M.shape[0] > 0
         max_T = max_length(tok_off[lo:hi + 1])
@@ -55,8 +55,8 @@ def _oracle_range(structure_kind):
             yo = y_out[node_off[i]:node_off[i + 1]]
             graph = example_graph(packed, i)
             if structure_kind == GRAPH:
-                values[i] = graph_oracle(python_oracle, i, U, theta, yi, tok_loss[t0:t0 + T],
-                                         augment, graph, yo)
+                values[i] = graph_oracle(graph_oracles, i, t0, U, theta, yi, tok_loss[t0:t0 + T],
+                                         augment, graph, edge_off[i], TRUE, yo)
             else:
                 values[i] = oracle_one_kind(structure_kind, U, theta, yi, tok_loss[t0:t0 + T],
                                             augment, edges, parent, order, yo, work)

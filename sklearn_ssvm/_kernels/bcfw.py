@@ -33,7 +33,7 @@ from .labelings import (FALSE, GRAPH, TRUE, add_stats, example_graph, expected_s
                         labeling_score, oracle_one_kind, oracle_work_size, stats_difference)
 from .penalty import soft_line_search
 from .prefetch import prefetch_rows, prefetch_span
-from .python_oracle import graph_oracle
+from .graph_oracle import graph_oracle
 from .sampling import sum_tree, sum_tree_sample, sum_tree_total, sum_tree_update
 from .sparse import (add_entries_outer, add_outer_into, clip_rows, entries_quadratic,
                      gram_quadratic, unary_scores_into)
@@ -316,8 +316,8 @@ def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, st
     of a convex function of ``v`` (Moreau) with a 1-Lipschitz map, so the curvature in ``v``
     still bounds the dual's and no step decreases it.
 
-    Graphs (``GRAPH``) are decoded by their Python oracle (``python_oracle.graph_oracle``), one
-    call per step, from inside the pass.
+    Graphs (``GRAPH``) are decoded by ``graph_oracle.graph_oracle``, one call per step, from
+    inside the pass: TRW-S compiled, or the structure's oracle from Python.
 
     Elastic net (spec 002 with ``r(w) = (lam/2) ||w||^2 + lam kappa ||w||_1``, ``kappa > 0``):
     ``(W, theta)`` is ``u / lam``, ``u`` the unthresholded weights of the dual, and
@@ -366,7 +366,7 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
                   drop_when_full):
         """The pass (see ``bcfw_pass``)."""
         kind, edges, parent, order, indptr, indices, data, tok_off, y, node_off, tok_loss, \
-            edge_off, edge_data, python_oracle = packed
+            edge_off, edge_data, graph_oracles = packed
         W, theta, Wc, theta_c, lower_W, upper_W, lower_theta, upper_theta, lam, kappa, \
             submodular = model
         M, Q, ell_blocks, block_n = dual
@@ -490,7 +490,8 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
                 n_hits += 1
             else:
                 if structure_kind == GRAPH:
-                    H_s = graph_oracle(python_oracle, i, U, theta_c, yi, losses, TRUE, graph, ys)
+                    H_s = graph_oracle(graph_oracles, i, t0, U, theta_c, yi, losses, TRUE, graph,
+                                       edge_off[i], FALSE, ys)
                 else:
                     H_s = oracle_one_kind(structure_kind, U, theta_c, yi, losses, TRUE, edges,
                                           parent, order, ys, work)

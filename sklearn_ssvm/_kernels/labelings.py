@@ -31,8 +31,8 @@ GRAPH = 7  # tokens are nodes, one-hot rows; per-edge feature vectors times labe
 #: (``Problem.packed()``): the structure kind and its graph (edges, parent and order of a tree),
 #: the tokens' features (CSR), their offsets per example, the encoded labelings and their
 #: offsets, per-token losses, and for graphs (``GRAPH``) each example's edges
-#: ``edges[edge_off[i]:edge_off[i + 1]]`` with their feature rows ``edge_data`` and the key of
-#: the Python oracle the kernels call (``python_oracle.call``; -1: none)
+#: ``edges[edge_off[i]:edge_off[i + 1]]`` with their feature rows ``edge_data`` and the
+#: examples' oracles (``graph_oracle.GraphOracles``; ``NO_GRAPH_ORACLES`` for the others)
 Packed = namedtuple("Packed", "kind edges parent order indptr indices data tok_off y node_off "
                               "tok_loss edge_off edge_data oracle")
 

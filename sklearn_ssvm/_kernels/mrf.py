@@ -1,4 +1,5 @@
-"""numba kernels of the marginal-inference tool, on the flat marginal layout of ``PairwiseMRF``.
+"""numba kernels of the marginal-inference tool (``sklearn_ssvm.marginals``), on the flat
+marginal layout of ``PairwiseMRF``.
 
 A marginal (or potential) vector has one block per clique: node ``i`` occupies
 ``node_off[i]:node_off[i + 1]`` (``n_states[i]`` entries), edge ``e = (a, b)`` occupies
@@ -6,8 +7,9 @@ A marginal (or potential) vector has one block per clique: node ``i`` occupies
 of the marginal polytope (an assignment ``x``) is stored as the ``N + E`` flat indices of its
 ones (``vertex_index``), so ``<g, vertex(x)>`` is a sum of ``N + E`` lookups.
 
-Everything here is self-contained (no kernel of another file is compiled in), so numba's
-per-file cache check is sufficient.
+In the kernel layer since TRW-S (``trws.py``) and the graph oracles of BCFW's compiled pass
+(``graph_oracle.py``) compile ICM and the scores in: the package's digest of the kernel sources
+then invalidates every cached kernel that does.
 """
 import numpy as np
 from numba import njit

@@ -1,8 +1,9 @@
 """Oracles that run in Python, called from the compiled kernels (graphs: graph cuts, integer
 programs, message passing over each example's own graph).
 
-A problem registers its oracle once and packs the key (``Packed.oracle``); a kernel meeting a
-``GRAPH`` example calls :func:`graph_oracle`, which hands the example's unary scores and
+A problem registers its oracle once and packs the key (``graph_oracle.GraphOracles.key``); a
+kernel meeting a ``GRAPH`` example whose oracle is not compiled calls
+:func:`python_graph_oracle`, which hands the example's unary scores and
 pairwise weights to the registered oracle in object mode (the GIL taken back for the call) and
 scores the labeling it writes. The registry holds the oracles weakly: a problem that is gone
 takes its oracle with it.
@@ -37,7 +38,7 @@ def call(key, i, U, theta, augment, y_out):
 
 
 @njit(cache=True)
-def graph_oracle(key, i, U, theta, y_true, losses, augment, graph, y_out):
+def python_graph_oracle(key, i, U, theta, y_true, losses, augment, graph, y_out):
     """The oracle of ``GRAPH`` example ``i`` (registered under ``key``): writes its labeling to
     ``y_out`` and returns ``<U, S(y)> + <theta, q(y)>`` (plus the loss with ``augment``), the
     value the compiled oracles return."""

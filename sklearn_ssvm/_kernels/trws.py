@@ -26,7 +26,7 @@ maximum.
 import numpy as np
 from numba import njit
 
-from ._kernels import icm, score
+from .mrf import icm, score
 
 
 @njit(cache=True, nogil=True)
@@ -43,6 +43,20 @@ def _degrees(layout):
             else:
                 n_out[s] += 1
     return n_in, n_out
+
+
+@njit(cache=True, nogil=True)
+def _chains(layout):
+    """The chain decomposition: ``n_in``, ``n_out``, each node's share ``gamma`` of its
+    potential, and two scratch rows of the most states."""
+    n_states = layout[3]
+    n_in, n_out = _degrees(layout)
+    gamma = np.empty(n_states.shape[0])
+    S = 0
+    for s in range(n_states.shape[0]):
+        gamma[s] = 1.0 / max(n_in[s], n_out[s], 1)
+        S = max(S, n_states[s])
+    return n_in, n_out, gamma, np.empty(S), np.empty(S)
 
 
 @njit(cache=True, nogil=True)
@@ -201,18 +215,9 @@ def trws(theta, layout, logm, max_iter, tol, assign):
     not tight it creeps down for long). Returns ``(value, bound, n_iter)``.
     """
     node_off, edges, edge_off, n_states, inc_ptr, inc_edge, inc_other, inc_first = layout
-    N = n_states.shape[0]
-    S = 0
-    for s in range(N):
-        S = max(S, n_states[s])
-    n_in, n_out = _degrees(layout)
-    gamma = np.empty(N)
-    for s in range(N):
-        gamma[s] = 1.0 / max(n_in[s], n_out[s], 1)
-    hat = np.empty(S)
-    new = np.empty(S)
-    carry = np.empty((edges.shape[0], S))
-    trial = np.empty(N, dtype=np.int64)
+    n_in, n_out, gamma, hat, new = _chains(layout)
+    carry = np.empty((edges.shape[0], hat.shape[0]))
+    trial = np.empty(n_states.shape[0], dtype=np.int64)
     value = -np.inf
     bound = np.inf
     it = 0
@@ -232,3 +237,19 @@ def trws(theta, layout, logm, max_iter, tol, assign):
         if value >= bound - CERTIFIED * scale or previous - bound < tol * scale:
             break
     return value, bound, it
+
+
+@njit(cache=True, nogil=True)
+def trws_steps(theta, layout, logm, n_iter, assign):
+    """``n_iter`` forward-backward iterations of TRW-S from the messages ``logm`` (updated in
+    place), then one labeling decoded and improved by ICM into ``assign``: a warm-started call
+    that needs a good labeling and no bound (a solver's step; its certificate comes from
+    :func:`trws` at the checks). Returns the labeling's score."""
+    node_off, edges, edge_off, n_states, inc_ptr, inc_edge, inc_other, inc_first = layout
+    n_in, n_out, gamma, hat, new = _chains(layout)
+    for _ in range(n_iter):
+        _sweep(theta, layout, logm, gamma, True, hat, new)
+        _sweep(theta, layout, logm, gamma, False, hat, new)
+    _decode(theta, layout, logm, assign, hat)
+    icm(theta, assign, node_off, edge_off, n_states, inc_ptr, inc_edge, inc_other, inc_first, 10)
+    return score(theta, assign, node_off, edges, edge_off, n_states)

@@ -278,17 +278,20 @@ class StructuredEstimator(BaseEstimator):
         return self.structure_.predict(X, self._dense_coef())
 
     def predict_marginals(self, X, temperature=1.0):
-        """Per-token label marginals of each sequence (chains), as CRF users read them.
+        """Per-token label marginals of each sequence (chains) or per-node marginals of each
+        graph (``GraphCRF``), as CRF users read them.
 
         The marginals of ``P(y | x) ~ exp(<coef_, phi(x, y)> / temperature)``, computed by
-        forward-backward (the entropy oracle's dynamic program). A structured SVM's scores are
-        margins, not log-probabilities: ``temperature`` sets how peaked the distribution is
-        (the argmax of each row need not be the Viterbi labeling's).
+        forward-backward on chains (the entropy oracle's dynamic program) and by
+        tree-reweighted belief propagation on graphs (entropy smoothing's computation there:
+        exact on forests, TRW's pseudo-marginals on graphs with cycles). A structured SVM's
+        scores are margins, not log-probabilities: ``temperature`` sets how peaked the
+        distribution is (the argmax of each row need not be the best labeling's).
 
         Parameters
         ----------
-        X : list of (n_tokens, n_features) matrices
-            The sequences, as for :meth:`fit`.
+        X : list of (n_tokens, n_features) matrices, or of graph examples
+            The sequences or graphs, as for :meth:`fit`.
         temperature : float, default=1.0
             Temperature of the distribution, a finite number > 0: smaller values make it more
             peaked.
@@ -300,7 +303,7 @@ class StructuredEstimator(BaseEstimator):
         """
         check_is_fitted(self, "coef_")
         if not hasattr(self.structure_, "marginals"):
-            raise ValueError(f"predict_marginals needs a ChainCRF structure, not "
+            raise ValueError(f"predict_marginals needs a ChainCRF or GraphCRF structure, not "
                              f"{type(self.structure_).__name__}.")
         return self.structure_.marginals(X, self._dense_coef(), temperature)
 

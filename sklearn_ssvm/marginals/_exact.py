@@ -7,7 +7,7 @@ the transfer-matrix (forward-backward over whole grid lines) recursion on a grid
 import numpy as np
 from scipy.special import logsumexp
 
-from . import _kernels as K
+from .._kernels import mrf as K
 
 __all__ = ["brute_force_marginals", "grid_marginals", "marginal_error"]
 

@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-from . import _kernels as K
+from .._kernels import mrf as K
 
 __all__ = ["PairwiseMRF", "random_complete_graph", "random_grid", "random_rbm", "grid_edges"]
 
@@ -134,7 +134,7 @@ class PairwiseMRF:
         self._inc_edge = eid[order].astype(np.int64)
         self._inc_other = other[order].astype(np.int64)
         self._inc_first = first[order]
-        #: the graph as the compiled message passing takes it (``_kernels``, ``_trws.py``)
+        #: the graph as the compiled message passing takes it (``_kernels.mrf``, ``_kernels.trws``)
         self.layout = (self.node_offsets, self.edges, self.edge_offsets, self.n_states,
                        self._inc_ptr, self._inc_edge, self._inc_other, self._inc_first)
         # clique index of each flat coordinate (nodes 0..N-1, edges N..N+E-1)

@@ -20,10 +20,10 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _kernels as K
+from .._kernels import mrf as K
 from ._graphcut import graphcut_map
 from ._spanning import initial_rho
-from ._trws import CERTIFIED, trws
+from .._kernels.trws import CERTIFIED, trws
 
 __all__ = ["MAPResult", "BruteForceMAP", "TreeMAP", "ICMMAP", "MaxProductMAP", "TRWSMAP",
            "TRWSThenMILPMAP", "AlphaExpansionMAP", "GraphCutMAP", "MILPMAP", "BestOfMAP", "AutoMAP", "check_map_oracle"]
@@ -278,7 +278,7 @@ class MaxProductMAP(_Oracle):
 
 class TRWSMAP(_Oracle):
     """MAP by sequential tree-reweighted message passing (TRW-S, Kolmogorov 2006), compiled,
-    with its upper bound on the maximum (``_trws.py``).
+    with its upper bound on the maximum (``_kernels/trws.py``).
 
     The decoded labeling, improved by ICM, is certified optimal (``exact=True``) when its
     score meets the bound (to rounding, 1e-9 relative), which happens where the local polytope
@@ -295,11 +295,16 @@ class TRWSMAP(_Oracle):
         (where the relaxation is not tight the bound creeps down for long: on the snakes, 10
         to 300 iterations end at the same duality gaps of BCFW, 2.5 times faster at 30 than at
         300).
+    step_iter : int, default=3
+        Iterations of a call that needs a labeling and no bound, from the messages of the
+        example's last call: a step of BCFW in ``GraphCRF``'s compiled label space (its
+        duality gaps take the bounds of the ``max_iter`` calls of its checks).
     """
 
-    def __init__(self, max_iter=30, tol=1e-6):
+    def __init__(self, max_iter=30, tol=1e-6, step_iter=3):
         self.max_iter = max_iter
         self.tol = tol
+        self.step_iter = step_iter
         self._cache = (None, None)
 
     def __call__(self, mrf, potentials, init=None):

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from . import _kernels as K
+from .._kernels import mrf as K
 from ._oracles import check_map_oracle
 from ._spanning import (edge_mutual_information, entropy_coefficients, initial_rho,
                         max_weight_spanning_tree, trw_objective)

@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._kernels import batch, labelings, python_oracle, smoothed
+from .._kernels.graph_oracle import NO_GRAPH_ORACLES, pack_graph_oracles
 from .._kernels.sparse import token_gram
 from .._kernels.threads import thread_map
 from ..smoothing import _check_mu
@@ -273,16 +274,17 @@ class Problem(ExampleWeights):
         Packed
             ``(kind, edges, parent, order, indptr, indices, data, tok_offsets, y,
             node_offsets, tok_loss, edge_offsets, edge_data, oracle)``, a named tuple
-            (``_kernels.labelings.Packed``); ``oracle`` the key of the Python oracle of the
-            examples (-1: the compiled ones decode them).
+            (``_kernels.labelings.Packed``); ``oracle`` the graph examples' oracles
+            (``_kernels.graph_oracle.GraphOracles``; none for the other structures, whose
+            oracles are compiled in the kernels).
         """
         return labelings.Packed(self.kind, self.edges, self.parent, self.order, self.indptr,
                                 self.indices, self.data, self.tok_offsets, self.y,
                                 self.node_offsets, self.tok_loss, self.edge_offsets,
-                                self.edge_data, self._oracle_key())
+                                self.edge_data, self._graph_oracles())
 
-    def _oracle_key(self):
-        return -1
+    def _graph_oracles(self):
+        return NO_GRAPH_ORACLES
 
     def example_graph(self, i):
         """``(edges, edge_data)`` of example ``i``, as the label-space kernels take it
@@ -617,8 +619,8 @@ class GraphLabels(Problem):
 
     graphs: object = None
 
-    def _oracle_key(self):
-        return self.graphs.oracle_key
+    def _graph_oracles(self):
+        return self.graphs.compiled_oracles
 
     @property
     def gram(self):
@@ -655,36 +657,31 @@ class GraphLabels(Problem):
         """``Problem.run_oracle`` through the structure's oracle; with a dual state (a duality
         gap's pass) ``values`` are upper bounds on the maxima where the oracle reported one
         (TRW-S), so that the gap computed from them is a certificate whatever the labelings."""
-        oracle = self.graphs._oracle
-        oracle.bounds = np.full(self.n_samples, np.nan)
-        try:
-            y_out, values, true_scores, expected = super().run_oracle(coef, augment, M, Q)
-            bounds = oracle.bounds
-        finally:
-            oracle.bounds = None
+        bounds = self.graphs.compiled_oracles.bounds  # every call writes its example's bound
+        bounds[:] = np.nan
+        y_out, values, true_scores, expected = super().run_oracle(coef, augment, M, Q)
         if augment and M is not None:
             values = np.where(np.isnan(bounds), values, np.maximum(values, bounds))
         return y_out, values, true_scores, expected
 
 
 class _GraphOracle:
-    """The per-example oracle of a graph problem as the compiled kernels call it
-    (``_kernels.python_oracle``): it records each call in the problem's counters."""
+    """The per-example oracle of a graph problem as the compiled kernels call it from Python
+    (``_kernels.python_oracle``): it records each call in the problem's counters and its upper
+    bound on the maximum in ``bounds[i]`` (NaN: none), as the compiled oracles do."""
 
-    def __init__(self, structure, examples, oracle_calls, inexact_calls):
+    def __init__(self, structure, examples, oracle_calls, inexact_calls, bounds):
         self.structure = structure
         self.examples = examples
         self.oracle_calls = oracle_calls
         self.inexact_calls = inexact_calls
-        #: during a batched call, each example's upper bound on its maximum (NaN: none)
-        self.bounds = None
+        self.bounds = bounds
 
     def __call__(self, i, U, theta, augment, y_out):
         labeling, bound, (name, certified) = self.structure._label_oracle(
             self.examples[i], U, theta, augment)
         y_out[:] = labeling
-        if self.bounds is not None:
-            self.bounds[i] = bound
+        self.bounds[i] = bound
         self.oracle_calls[name] += 1
         if not certified:
             self.inexact_calls[0] += 1
@@ -716,7 +713,7 @@ class GraphProblem(ExampleWeights):
         self.structure = structure
         self.examples = examples
         self.sample_weight = np.ones(len(examples))
-        self.oracle_calls = Counter()
+        self._python_calls = Counter()
         self.inexact_calls = [0]  # shared by the weighted copies of the problem
 
     @property
@@ -732,9 +729,23 @@ class GraphProblem(ExampleWeights):
         """Whether every oracle call so far was exact."""
         return self.inexact_calls[0] == 0
 
+    @property
+    def oracle_calls(self):
+        """The oracle calls so far by the name of the oracle that answered (a ``Counter``);
+        the compiled TRW-S calls of BCFW's label space as ``"TRWSMAP"`` where the labeling
+        met the bound, ``"TRWSMAP (bound)"`` where the bound answered, and the steps' calls,
+        which need no certificate, as ``"TRWSMAP (step)"``."""
+        calls = Counter(self._python_calls)
+        if "compiled_oracles" in self.__dict__:
+            counts = self.compiled_oracles.counts.sum(axis=0)
+            for name, count in zip(("TRWSMAP", "TRWSMAP (bound)", "TRWSMAP (step)"), counts):
+                if count:
+                    calls[name] += int(count)
+        return calls
+
     def _record(self, report):
         name, exact = report
-        self.oracle_calls[name] += 1
+        self._python_calls[name] += 1
         if not exact:
             self.inexact_calls[0] += 1
 
@@ -873,13 +884,26 @@ class GraphProblem(ExampleWeights):
                           arrays["tok_offsets"], arrays["n_features"])
 
     @cached_property
-    def _oracle(self):
-        return _GraphOracle(self.structure, self.examples, self.oracle_calls, self.inexact_calls)
-
-    @cached_property
-    def oracle_key(self):
-        """The key under which the compiled kernels call this problem's oracle."""
-        return python_oracle.register(self._oracle)
+    def compiled_oracles(self):
+        """The examples' oracles as the kernels of :meth:`label_space` call them
+        (``_kernels.graph_oracle.GraphOracles``): compiled TRW-S where the structure's
+        ``_compiled_trws`` gives its settings for the example, else the structure's
+        ``_label_oracle`` from Python."""
+        settings = [getattr(self.structure, "_compiled_trws", lambda e: None)(e)
+                    for e in self.examples]
+        arrays = self._label_arrays
+        edges, offsets = arrays["edges"], arrays["edge_offsets"]
+        n_nodes = np.diff(self.node_offsets)
+        oracles = pack_graph_oracles(
+            -1, n_nodes, [None if s is None else self.structure._layout(e)
+                          for s, e in zip(settings, self.examples)],
+            [edges[offsets[i]:offsets[i + 1]] for i in range(self.n_samples)],
+            *next((s for s in settings if s is not None), (0, 0, 0.0)))
+        if all(s is not None for s in settings):
+            return oracles
+        self._oracle = _GraphOracle(self.structure, self.examples, self._python_calls,
+                                    self.inexact_calls, oracles.bounds)
+        return oracles._replace(key=python_oracle.register(self._oracle))
 
     @property
     def constrained(self):

@@ -9,6 +9,7 @@ say so (``gap_certified_``).
 """
 import copy
 from functools import lru_cache
+from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -17,7 +18,7 @@ from sklearn.exceptions import NotFittedError
 from .._kernels.smoothed import ENTROPY, L2, NONE
 from ..marginals._graphcut import _check_count, _check_edges, bmmf_topk, graphcut_max_marginals
 from ..marginals._mrf import PairwiseMRF, grid_edges
-from ..marginals._oracles import AutoMAP, GraphCutMAP, TreeMAP, check_map_oracle
+from ..marginals._oracles import AutoMAP, GraphCutMAP, TRWSMAP, TreeMAP, check_map_oracle
 from ..marginals._solvers import trbp_log_partition
 from ..marginals._spanning import initial_rho
 from ..smoothing import topk_smooth_max
@@ -553,19 +554,46 @@ class GraphCRF(BaseEstimator):
         call between one graph cut (binary models with submodular tables, which depends on the
         weights) and the example's exact oracle: max-product on a forest, enumeration of a
         small model, else integer programming."""
-        if example.oracle is None:  # oracles cache their last model: one per example
+        if self._cuts_first(example):
+            tables = potentials[example.mrf.edge_offsets[0]:].reshape(-1, 2, 2)
+            margin = tables[:, 0, 0] + tables[:, 1, 1] - tables[:, 0, 1] - tables[:, 1, 0]
+            if np.all(margin >= -1e-9 * (1.0 + np.abs(tables).max(initial=0.0))):
+                return _GRAPH_CUT
+        return self._example_oracle(example)
+
+    def _example_oracle(self, example):
+        """The example's own oracle (oracles cache their last model: one per example)."""
+        if example.oracle is None:
             example.oracle = (check_map_oracle(self.inference)
                               if isinstance(self.inference, str)
                               else copy.deepcopy(self.inference))
             if isinstance(example.oracle, AutoMAP):  # the exact oracle this model needs
                 example.oracle = example.oracle.choose(example.mrf)
-        if self.inference == "auto" and self.n_states_ == 2 \
-                and not isinstance(example.oracle, TreeMAP) and _maxflow_available():
-            tables = potentials[example.mrf.edge_offsets[0]:].reshape(-1, 2, 2)
-            margin = tables[:, 0, 0] + tables[:, 1, 1] - tables[:, 0, 1] - tables[:, 1, 0]
-            if np.all(margin >= -1e-9 * (1.0 + np.abs(tables).max(initial=0.0))):
-                return _GRAPH_CUT
         return example.oracle
+
+    def _cuts_first(self, example):
+        """Whether ``"auto"`` tries one graph cut first (binary models off forests)."""
+        return (self.inference == "auto" and self.n_states_ == 2
+                and not isinstance(self._example_oracle(example), TreeMAP)
+                and _maxflow_available())
+
+    def _compiled_trws(self, example):
+        """TRW-S's ``(max_iter, step_iter, tol)`` where BCFW's label space decodes the
+        example by compiled TRW-S (``_kernels.graph_oracle``): where :meth:`_label_oracle`
+        would run a ``TRWSMAP`` (``inference="trws"``, or ``"auto"`` on large loopy models).
+        None elsewhere: the example's oracle is called from Python."""
+        if self._cuts_first(example):
+            return None
+        oracle = self._example_oracle(example)
+        oracle = getattr(oracle, "approximate", None) or oracle
+        if type(oracle) is TRWSMAP:
+            return int(oracle.max_iter), int(oracle.step_iter), float(oracle.tol)
+        return None
+
+    @staticmethod
+    def _layout(example):
+        """The example's model as the compiled oracles take it (``PairwiseMRF.layout``)."""
+        return example.mrf.layout
 
     def _decode(self, example, coef, augment):
         """``(labeling, value, gold, (oracle name, exact))``: the oracle's labeling of the
@@ -672,9 +700,7 @@ class GraphCRF(BaseEstimator):
         distribution over labelings, so no certificate (``exact=False``)."""
         potentials, gold = self._potentials(example, coef, True)
         mrf = example.mrf
-        if example.rho is None:
-            example.rho = initial_rho(mrf, "uniform") if mrf.n_edges else np.zeros(0)
-        bound, tau, _ = trbp_log_partition(mrf, potentials / mu, example.rho)
+        bound, tau = self._trw(example, potentials / mu)
         S = self.n_states_
         nodes = tau[:mrf.edge_offsets[0]].reshape(-1, S)
         pairs = tau[mrf.edge_offsets[0]:].reshape(-1, S, S)[example.target]
@@ -687,6 +713,58 @@ class GraphCRF(BaseEstimator):
         expected_loss = wrong / example.n_nodes if self.normalize_loss else wrong
         return (float(mu * bound - gold), expected - self._phi(example, example.y),
                 float(expected_loss), ("TRW", mrf.is_forest()))
+
+    @staticmethod
+    def _trw(example, potentials):
+        """TRW's bound on the log-partition function of ``exp(<potentials, .>)`` and its
+        pseudo-marginals (flat, the model's layout): tree-reweighted belief propagation at
+        uniform spanning-tree edge weights (Wainwright et al. 2005), exact on forests, the one
+        computation of :meth:`_trw_smoothed` and :meth:`marginals`."""
+        mrf = example.mrf
+        if example.rho is None:
+            example.rho = initial_rho(mrf, "uniform") if mrf.n_edges else np.zeros(0)
+        bound, tau, _ = trbp_log_partition(mrf, potentials, example.rho)
+        return bound, tau
+
+    def marginals(self, X, coef, temperature=1.0):
+        """Per-node label marginals of ``P(y | x) ~ exp(<coef, phi(x, y)> / temperature)``.
+
+        Computed by tree-reweighted belief propagation (Wainwright et al. 2005) at uniform
+        spanning-tree weights, the computation of entropy smoothing on graphs: exact on
+        forests; on graphs with cycles the pseudo-marginals of TRW's convex bound on the
+        log-partition function (locally consistent, not in general a distribution's
+        marginals).
+
+        Parameters
+        ----------
+        X : list of tuples
+            Examples, as in :meth:`fit`.
+        coef : array_like of shape (n_params,)
+            Parameter vector.
+        temperature : float, default=1.0
+            Temperature of the distribution, finite and ``> 0``.
+
+        Returns
+        -------
+        list of ndarray
+            One ``(n_nodes, n_states)`` array per example, columns in ``classes_`` order, rows
+            summing to 1.
+
+        Raises
+        ------
+        ValueError
+            If ``temperature`` is not a finite number ``> 0``.
+        """
+        if not (isinstance(temperature, Real) and not isinstance(temperature, bool)
+                and np.isfinite(temperature) and temperature > 0):
+            raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}.")
+        coef = self._check_coef(coef)
+        out = []
+        for example in self.pack(X).examples:
+            potentials, _ = self._potentials(example, coef, False)
+            _, tau = self._trw(example, potentials / float(temperature))
+            out.append(tau[:example.mrf.edge_offsets[0]].reshape(-1, self.n_states_).copy())
+        return out
 
     @staticmethod
     def _check_smoothing(code):

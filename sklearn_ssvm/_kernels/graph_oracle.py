@@ -1,0 +1,174 @@
+"""The oracles of graph examples (``GRAPH``) as the compiled kernels call them: TRW-S compiled
+over each example's own model, or the structure's oracle in Python.
+
+``Packed.oracle`` is a :data:`GraphOracles` bundle. Examples with ``code[i] == TRWS`` are
+decoded here by sequential tree-reweighted message passing (``trws.py``) on their
+model, whose potentials are assembled from the label-space unary scores and pairwise weights;
+its messages stay in ``logm`` from call to call (a warm start: successive steps' potentials are
+close), its upper bound on the maximum goes to ``bounds[i]`` and the call is counted in
+``counts[i]``: certified (the labeling meets the bound), answered by the bound alone, or a
+solver's step (no bound: see :func:`graph_oracle`). The
+other examples (``code[i] == PYTHON``) call the oracle registered under ``key``
+(``python_oracle``), in object mode.
+
+Each example's model is a ``PairwiseMRF`` layout whose arrays are concatenated: node ``s`` of
+example ``i`` (tokens ``t0:t0 + T``) has its offset in ``node_off[t0 + i + s]`` (``T + 1``
+entries per example, local values) and its states in ``n_states[t0 + s]``; the model edges of
+example ``i`` are ``edges[a:b]`` with ``a, b = edge_ptr[i], edge_ptr[i + 1]``, their
+potentials' offsets ``edge_off[a + i:b + i + 1]`` and their incidences ``inc_*[2a:2b]``
+(``inc_ptr[t0 + i:t0 + i + T + 1]``). Label-space edge ``e`` (``Packed.edges``) adds its table,
+transposed where ``flipped[e]``, to model edge ``target[e]``: parallel and reversed edges are
+merged as ``PairwiseMRF`` takes each pair once.
+"""
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from .trws import CERTIFIED, trws, trws_steps
+from .labelings import GRAPH, label_loss, labeling_score
+from .python_oracle import python_graph_oracle
+
+PYTHON = 0  # the structure's oracle, from Python
+TRWS = 1  # TRW-S, compiled
+
+GraphOracles = namedtuple("GraphOracles", "key code max_iter step_iter tol node_off n_states edges "
+                                          "edge_ptr edge_off inc_ptr inc_edge inc_other "
+                                          "inc_first target flipped logm bounds counts")
+
+
+def _none():
+    i = np.zeros(0, dtype=np.int64)
+    return GraphOracles(-1, i, 0, 0, 0.0, i, i, np.zeros((0, 2), dtype=np.int64),
+                        np.zeros(1, dtype=np.int64), i, i, i, i, np.zeros(0, dtype=np.bool_), i,
+                        np.zeros(0, dtype=np.bool_), np.zeros((0, 0)), np.zeros(0),
+                        np.zeros((0, 3), dtype=np.int64))
+
+
+#: the bundle of problems without graph examples (zero-size arrays of the same types, so that
+#: the kernels compile once for every structure)
+NO_GRAPH_ORACLES = _none()
+
+
+def _edgeless(n_nodes):
+    """The layout of ``n_nodes`` nodes without edges: the room an example decoded from Python
+    takes in the bundle."""
+    zeros = np.zeros(n_nodes + 1, dtype=np.int64)
+    none = np.zeros(0, dtype=np.int64)
+    return (zeros, np.zeros((0, 2), dtype=np.int64), np.zeros(1, dtype=np.int64),
+            np.ones(n_nodes, dtype=np.int64), zeros, none, none, np.zeros(0, dtype=np.bool_))
+
+
+def pack_graph_oracles(key, n_nodes, layouts, label_edges, max_iter, step_iter, tol):
+    """Bundle the examples' models for :func:`graph_oracle`.
+
+    Parameters
+    ----------
+    key : int
+        The registered Python oracle (``python_oracle.register``).
+    n_nodes : list of int
+        Each example's number of nodes.
+    layouts : list of tuple or None
+        Each example's ``PairwiseMRF.layout`` where it is decoded by compiled TRW-S, None
+        where it calls the Python oracle.
+    label_edges : list of ndarray of shape (n_label_edges, 2)
+        Each example's label-space edges (``Packed.edges``), each pair an edge of its model in
+        either orientation.
+    max_iter, step_iter, tol : int, int, float
+        TRW-S's settings (``TRWSMAP``): the iterations and bound tolerance of a call that
+        certifies, the iterations of a solver's step.
+
+    Returns
+    -------
+    GraphOracles
+    """
+    parts = [[] for _ in range(10)]
+    for T, layout, pairs in zip(n_nodes, layouts, label_edges):
+        model = _edgeless(T) if layout is None else layout
+        for part, array in zip(parts, model):
+            part.append(array)
+        model_edges = model[1]
+        if layout is None:
+            parts[8].append(np.zeros(len(pairs), dtype=np.int64))
+            parts[9].append(np.zeros(len(pairs), dtype=np.bool_))
+            continue
+        keys = np.minimum(model_edges[:, 0], model_edges[:, 1]) * T \
+            + np.maximum(model_edges[:, 0], model_edges[:, 1])
+        order = np.argsort(keys)
+        wanted = np.minimum(pairs[:, 0], pairs[:, 1]) * T + np.maximum(pairs[:, 0], pairs[:, 1])
+        where = np.searchsorted(keys, wanted, sorter=order)
+        if np.any(where >= len(keys)) or not np.array_equal(keys[order[where]], wanted):
+            raise ValueError("a label-space edge is not an edge of its example's model")
+        found = order[where]
+        parts[8].append(found)
+        parts[9].append(pairs[:, 0] != model_edges[found, 0])
+    node_off, edges, edge_off, n_states, inc_ptr, inc_edge, inc_other, inc_first, target, \
+        flipped = [np.concatenate(p) if p else np.zeros(0) for p in parts]
+    sizes = np.array([len(e) for e in parts[1]], dtype=np.int64)
+    S = int(n_states.max(initial=1))
+    n = len(layouts)
+    return GraphOracles(
+        int(key), np.array([PYTHON if m is None else TRWS for m in layouts], dtype=np.int64),
+        int(max_iter), int(step_iter), float(tol), node_off.astype(np.int64),
+        n_states.astype(np.int64),
+        edges.astype(np.int64).reshape(-1, 2),
+        np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), edge_off.astype(np.int64),
+        inc_ptr.astype(np.int64), inc_edge.astype(np.int64), inc_other.astype(np.int64),
+        inc_first.astype(np.bool_), target.astype(np.int64), flipped.astype(np.bool_),
+        np.zeros((2 * int(sizes.sum()), S)), np.full(n, np.nan), np.zeros((n, 3), dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def graph_oracle(oracles, i, t0, U, theta, y_true, losses, augment, graph, label_edge0, certify,
+                 y_out):
+    """The oracle of ``GRAPH`` example ``i`` (tokens from ``t0``, label-space edges from
+    ``label_edge0``): writes its labeling to ``y_out`` and returns ``<U, S(y)> + <theta, q(y)>``
+    (plus the loss with ``augment``), the value the compiled oracles return.
+
+    Compiled TRW-S runs as ``TRWSMAP`` with ``certify`` (the batched checks, whose duality gaps
+    take the bound): up to ``max_iter`` iterations, stopping when the labeling meets the bound.
+    Without it (a solver's step, which needs a good labeling and no bound) it runs
+    ``step_iter`` iterations from the messages of the last call and decodes once."""
+    if oracles.code[i] == PYTHON:
+        return python_graph_oracle(oracles.key, i, U, theta, y_true, losses, augment, graph,
+                                   y_out)
+    T, S = U.shape
+    a, b = oracles.edge_ptr[i], oracles.edge_ptr[i + 1]
+    layout = (oracles.node_off[t0 + i:t0 + i + T + 1], oracles.edges[a:b],
+              oracles.edge_off[a + i:b + i + 1], oracles.n_states[t0:t0 + T],
+              oracles.inc_ptr[t0 + i:t0 + i + T + 1], oracles.inc_edge[2 * a:2 * b],
+              oracles.inc_other[2 * a:2 * b], oracles.inc_first[2 * a:2 * b])
+    potentials = np.zeros(T * S + (b - a) * S * S)
+    for t in range(T):
+        for c in range(S):
+            potentials[t * S + c] = U[t, c]
+            if augment and c != y_true[t]:
+                potentials[t * S + c] += losses[t]
+    edges, edge_data = graph
+    for e in range(edges.shape[0]):
+        base = T * S + oracles.target[label_edge0 + e] * S * S
+        flip = oracles.flipped[label_edge0 + e]
+        for f in range(edge_data.shape[1]):
+            w = edge_data[e, f]
+            if w == 0.0:
+                continue
+            for p in range(S):
+                for q in range(S):
+                    cell = base + (q * S + p if flip else p * S + q)
+                    potentials[cell] += w * theta[f * S * S + p * S + q]
+    assign = np.empty(T, dtype=np.int64)
+    logm = oracles.logm[2 * a:2 * b]
+    if certify:
+        value, bound, _ = trws(potentials, layout, logm, oracles.max_iter, oracles.tol, assign)
+        oracles.bounds[i] = bound
+        oracles.counts[i, 0 if value >= bound - CERTIFIED * (1.0 + abs(bound)) else 1] += 1
+    else:
+        trws_steps(potentials, layout, logm, oracles.step_iter, assign)
+        oracles.bounds[i] = np.nan
+        oracles.counts[i, 2] += 1
+    for t in range(T):
+        y_out[t] = assign[t]
+    value = labeling_score(GRAPH, U, theta, y_out, graph)
+    if augment:
+        value += label_loss(GRAPH, y_true, y_out, losses)
+    return value
