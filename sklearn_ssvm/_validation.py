@@ -96,3 +96,10 @@ def check_params(estimator):
                        else allowed[0])
             raise InvalidParameterError(f"The {name!r} parameter of {type(estimator).__name__} "
                                         f"must be {allowed}. Got {value!r} instead.")
+
+
+def check_temperature(temperature):
+    """Refuse a marginals' temperature that is not a finite real number ``> 0``."""
+    if not (isinstance(temperature, Real) and not isinstance(temperature, bool)
+            and np.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}.")

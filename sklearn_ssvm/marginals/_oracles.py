@@ -294,7 +294,9 @@ class TRWSMAP(_Oracle):
         The relative improvement of the bound in an iteration below which the iterations stop
         (where the relaxation is not tight the bound creeps down for long: on the snakes, 10
         to 300 iterations end at the same duality gaps of BCFW, 2.5 times faster at 30 than at
-        300).
+        300). A looser ``tol`` makes BCFW's gap checks cheaper for a looser bound: on the 200
+        snakes, 100 passes at ``1e-3`` take 5.5 s and end at a certified gap of 0.032 of the
+        loss scale, at ``1e-6`` 10.9 s and 0.0265.
     step_iter : int, default=3
         Iterations of a call that needs a labeling and no bound, from the messages of the
         example's last call: a step of BCFW in ``GraphCRF``'s compiled label space (its

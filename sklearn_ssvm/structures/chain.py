@@ -4,6 +4,7 @@ import scipy.sparse as sp
 
 from .._kernels import chain as chain_kernels
 from .._kernels.labelings import CHAIN
+from .._validation import check_temperature
 from .base import SequenceStructure, unique_labels
 
 
@@ -155,9 +156,7 @@ class ChainCRF(SequenceStructure):
         ValueError
             If ``temperature`` is not a finite number ``> 0``.
         """
-        if not (isinstance(temperature, (int, float, np.floating)) and temperature > 0
-                and np.isfinite(temperature)):
-            raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}.")
+        check_temperature(temperature)
         problem = self.pack(X)
         W, theta = problem.split_coef(np.asarray(coef, float))
         unary = np.asarray(problem.token_matrix() @ W)

@@ -9,13 +9,13 @@ say so (``gap_certified_``).
 """
 import copy
 from functools import lru_cache
-from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from .._kernels.smoothed import ENTROPY, L2, NONE
+from .._validation import check_temperature
 from ..marginals._graphcut import _check_count, _check_edges, bmmf_topk, graphcut_max_marginals
 from ..marginals._mrf import PairwiseMRF, grid_edges
 from ..marginals._oracles import AutoMAP, GraphCutMAP, TRWSMAP, TreeMAP, check_map_oracle
@@ -541,10 +541,14 @@ class GraphCRF(BaseEstimator):
             scale = 1.0 / example.n_nodes if self.normalize_loss else 1.0
             unary = unary + scale
             unary[np.arange(example.n_nodes), example.y] -= scale
-        merged = np.zeros((example.mrf.n_edges, S, S))
         oriented = np.where(example.reversed[:, None, None],
                             edge_tables.transpose(0, 2, 1), edge_tables)
-        np.add.at(merged, example.target, oriented)
+        if example.mrf.n_edges == len(example.edges):  # no pair twice: a permutation
+            merged = np.empty_like(oriented)
+            merged[example.target] = oriented
+        else:
+            merged = np.zeros((example.mrf.n_edges, S, S))
+            np.add.at(merged, example.target, oriented)
         return np.concatenate([unary.ravel(), merged.ravel()]), gold
 
     # -- oracles ---------------------------------------------------------------------------
@@ -755,9 +759,7 @@ class GraphCRF(BaseEstimator):
         ValueError
             If ``temperature`` is not a finite number ``> 0``.
         """
-        if not (isinstance(temperature, Real) and not isinstance(temperature, bool)
-                and np.isfinite(temperature) and temperature > 0):
-            raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}.")
+        check_temperature(temperature)
         coef = self._check_coef(coef)
         out = []
         for example in self.pack(X).examples:
