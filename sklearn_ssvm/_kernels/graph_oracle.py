@@ -50,30 +50,29 @@ def _none():
 NO_GRAPH_ORACLES = _none()
 
 
-def _edgeless(n_nodes):
-    """The layout of ``n_nodes`` nodes without edges: the room an example decoded from Python
-    takes in the bundle."""
+def _edgeless(n_nodes, n_label_edges):
+    """The room an example decoded from Python takes in the bundle: ``n_nodes`` nodes without
+    edges, its label-space edges mapped nowhere."""
     zeros = np.zeros(n_nodes + 1, dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
-    return (zeros, np.zeros((0, 2), dtype=np.int64), np.zeros(1, dtype=np.int64),
-            np.ones(n_nodes, dtype=np.int64), zeros, none, none, np.zeros(0, dtype=np.bool_))
+    layout = (zeros, np.zeros((0, 2), dtype=np.int64), np.zeros(1, dtype=np.int64),
+              np.ones(n_nodes, dtype=np.int64), zeros, none, none, np.zeros(0, dtype=np.bool_))
+    return layout, np.zeros(n_label_edges, dtype=np.int64), np.zeros(n_label_edges, dtype=bool)
 
 
-def pack_graph_oracles(key, n_nodes, layouts, label_edges, max_iter, step_iter, tol):
+def pack_graph_oracles(key, n_nodes, n_label_edges, models, max_iter, step_iter, tol):
     """Bundle the examples' models for :func:`graph_oracle`.
 
     Parameters
     ----------
     key : int
         The registered Python oracle (``python_oracle.register``).
-    n_nodes : list of int
-        Each example's number of nodes.
-    layouts : list of tuple or None
-        Each example's ``PairwiseMRF.layout`` where it is decoded by compiled TRW-S, None
-        where it calls the Python oracle.
-    label_edges : list of ndarray of shape (n_label_edges, 2)
-        Each example's label-space edges (``Packed.edges``), each pair an edge of its model in
-        either orientation.
+    n_nodes, n_label_edges : list of int
+        Each example's number of nodes and of label-space edges (``Packed.edges``).
+    models : list of tuple or None
+        Where an example is decoded by compiled TRW-S, ``(layout, target, flipped)``: its
+        ``PairwiseMRF.layout`` and, per label-space edge, the model edge its table adds to and
+        whether transposed; None where it calls the Python oracle.
     max_iter, step_iter, tol : int, int, float
         TRW-S's settings (``TRWSMAP``): the iterations and bound tolerance of a call that
         certifies, the iterations of a solver's step.
@@ -83,35 +82,19 @@ def pack_graph_oracles(key, n_nodes, layouts, label_edges, max_iter, step_iter, 
     GraphOracles
     """
     parts = [[] for _ in range(10)]
-    for T, layout, pairs in zip(n_nodes, layouts, label_edges):
-        model = _edgeless(T) if layout is None else layout
-        for part, array in zip(parts, model):
+    for T, n_pairs, model in zip(n_nodes, n_label_edges, models):
+        layout, target, flipped = _edgeless(T, n_pairs) if model is None else model
+        for part, array in zip(parts, layout + (target, flipped)):
             part.append(array)
-        model_edges = model[1]
-        if layout is None:
-            parts[8].append(np.zeros(len(pairs), dtype=np.int64))
-            parts[9].append(np.zeros(len(pairs), dtype=np.bool_))
-            continue
-        keys = np.minimum(model_edges[:, 0], model_edges[:, 1]) * T \
-            + np.maximum(model_edges[:, 0], model_edges[:, 1])
-        order = np.argsort(keys)
-        wanted = np.minimum(pairs[:, 0], pairs[:, 1]) * T + np.maximum(pairs[:, 0], pairs[:, 1])
-        where = np.searchsorted(keys, wanted, sorter=order)
-        if np.any(where >= len(keys)) or not np.array_equal(keys[order[where]], wanted):
-            raise ValueError("a label-space edge is not an edge of its example's model")
-        found = order[where]
-        parts[8].append(found)
-        parts[9].append(pairs[:, 0] != model_edges[found, 0])
     node_off, edges, edge_off, n_states, inc_ptr, inc_edge, inc_other, inc_first, target, \
         flipped = [np.concatenate(p) if p else np.zeros(0) for p in parts]
     sizes = np.array([len(e) for e in parts[1]], dtype=np.int64)
     S = int(n_states.max(initial=1))
-    n = len(layouts)
+    n = len(models)
     return GraphOracles(
-        int(key), np.array([PYTHON if m is None else TRWS for m in layouts], dtype=np.int64),
+        int(key), np.array([PYTHON if m is None else TRWS for m in models], dtype=np.int64),
         int(max_iter), int(step_iter), float(tol), node_off.astype(np.int64),
-        n_states.astype(np.int64),
-        edges.astype(np.int64).reshape(-1, 2),
+        n_states.astype(np.int64), edges.astype(np.int64).reshape(-1, 2),
         np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), edge_off.astype(np.int64),
         inc_ptr.astype(np.int64), inc_edge.astype(np.int64), inc_other.astype(np.int64),
         inc_first.astype(np.bool_), target.astype(np.int64), flipped.astype(np.bool_),

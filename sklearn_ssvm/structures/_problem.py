@@ -887,20 +887,17 @@ class GraphProblem(ExampleWeights):
     def compiled_oracles(self):
         """The examples' oracles as the kernels of :meth:`label_space` call them
         (``_kernels.graph_oracle.GraphOracles``): compiled TRW-S where the structure's
-        ``_compiled_trws`` gives its settings for the example, else the structure's
+        ``_compiled_trws`` gives the example's model and settings, else the structure's
         ``_label_oracle`` from Python."""
-        settings = [getattr(self.structure, "_compiled_trws", lambda e: None)(e)
+        compiled = [getattr(self.structure, "_compiled_trws", lambda e: None)(e)
                     for e in self.examples]
-        arrays = self._label_arrays
-        edges, offsets = arrays["edges"], arrays["edge_offsets"]
-        n_nodes = np.diff(self.node_offsets)
         oracles = pack_graph_oracles(
-            -1, n_nodes, [None if s is None else self.structure._layout(e)
-                          for s, e in zip(settings, self.examples)],
-            [edges[offsets[i]:offsets[i + 1]] for i in range(self.n_samples)],
-            *next((s for s in settings if s is not None), (0, 0, 0.0)))
-        if all(s is not None for s in settings):
+            -1, np.diff(self.node_offsets), np.diff(self._label_arrays["edge_offsets"]),
+            [None if c is None else c[0] for c in compiled],
+            *next((c[1] for c in compiled if c is not None), (0, 0, 0.0)))
+        if all(c is not None for c in compiled):
             return oracles
+        # the registry holds oracles weakly: the problem keeps its own alive
         self._oracle = _GraphOracle(self.structure, self.examples, self._python_calls,
                                     self.inexact_calls, oracles.bounds)
         return oracles._replace(key=python_oracle.register(self._oracle))

@@ -582,22 +582,24 @@ class GraphCRF(BaseEstimator):
                 and _maxflow_available())
 
     def _compiled_trws(self, example):
-        """TRW-S's ``(max_iter, step_iter, tol)`` where BCFW's label space decodes the
-        example by compiled TRW-S (``_kernels.graph_oracle``): where :meth:`_label_oracle`
-        would run a ``TRWSMAP`` (``inference="trws"``, or ``"auto"`` on large loopy models).
-        None elsewhere: the example's oracle is called from Python."""
+        """Where BCFW's label space decodes the example by compiled TRW-S
+        (``_kernels.graph_oracle``), i.e. where :meth:`_label_oracle` would run a
+        ``TRWSMAP`` (``inference="trws"``, or ``"auto"`` on large loopy models): its model
+        ``(layout, target, flipped)`` (each edge of :meth:`_label_graph` adds its table to
+        model edge ``target``, transposed where ``flipped``) and TRW-S's ``(max_iter,
+        step_iter, tol)``. None elsewhere: the example's oracle is called from Python."""
         if self._cuts_first(example):
             return None
         oracle = self._example_oracle(example)
         oracle = getattr(oracle, "approximate", None) or oracle
-        if type(oracle) is TRWSMAP:
-            return int(oracle.max_iter), int(oracle.step_iter), float(oracle.tol)
-        return None
-
-    @staticmethod
-    def _layout(example):
-        """The example's model as the compiled oracles take it (``PairwiseMRF.layout``)."""
-        return example.mrf.layout
+        if type(oracle) is not TRWSMAP:
+            return None
+        target, flipped = example.target, example.reversed
+        if not self.directed:  # _label_graph lists the edges, then the same edges reversed
+            target, flipped = np.concatenate([target, target]), np.concatenate([flipped,
+                                                                                ~flipped])
+        return ((example.mrf.layout, target, flipped),
+                (int(oracle.max_iter), int(oracle.step_iter), float(oracle.tol)))
 
     def _decode(self, example, coef, augment):
         """``(labeling, value, gold, (oracle name, exact))``: the oracle's labeling of the
