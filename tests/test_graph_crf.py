@@ -411,6 +411,51 @@ def test_compiled_trws_is_the_python_oracle(directed):
             assert gold[i] == pytest.approx(independent_score(crf, x, y, coef))
 
 
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("inference, S, code", [("expansion", 3, 3), ("icm", 3, 4),
+                                                 ("auto", 2, 2)])
+def test_compiled_cuts_and_moves_are_the_python_oracles(inference, S, code, directed):
+    """BCFW's label space runs alpha-expansion, ICM and ``"auto"``'s binary graph cut in
+    compiled code: the labelings of the structure's oracles called from Python, values that
+    score them; the graph cut's are the enumerated maxima, and its calls whose tables are not
+    submodular go to the Python oracle (the exact one ``"auto"`` chooses)."""
+    pytest.importorskip("maxflow")  # "auto" cuts only where PyMaxflow cuts from Python
+    rng = np.random.default_rng(34)
+    X = []
+    for _ in range(5):
+        features, edges = random_graph(rng, 11 if S == 2 else 7, 2, n_chords=3)
+        X.append((features, edges, np.abs(rng.normal(size=(len(edges), 2)))))
+    Y = [rng.integers(S, size=len(x[0])) for x in X]
+    crf = GraphCRF(n_states=S, inference=inference, edge_features=True, directed=directed)
+    graphs = crf.prepare(X, Y)
+    problem = graphs.label_space()
+    np.testing.assert_array_equal(graphs.compiled_oracles.code, code)
+    for attraction in (2.0, -2.0):  # submodular tables, then not (binary)
+        coef = rng.normal(size=crf.n_params)
+        coef[-2 * S * S:] += attraction * np.tile(np.eye(S).ravel(), 2)
+        y_out, values, _, _ = problem.run_oracle(coef, True)
+        W, theta = problem.split_coef(coef)
+        U = problem.token_matrix() @ W
+        for i, (x, y) in enumerate(zip(X, Y)):
+            t0, t1 = problem.tok_offsets[i], problem.tok_offsets[i + 1]
+            labeling, _, _ = crf._label_oracle(graphs.examples[i], U[t0:t1], theta, True)
+            ours = y_out[problem.node_offsets[i]:problem.node_offsets[i + 1]]
+            labelings, scores = enumerated(crf, x, y, coef, True)
+            at = np.flatnonzero((labelings == ours).all(axis=1))[0]
+            assert values[i] == pytest.approx(scores[at], abs=1e-9)
+            if inference == "auto":
+                assert values[i] == pytest.approx(scores.max(), abs=1e-9)
+            else:
+                np.testing.assert_array_equal(ours, labeling)
+    calls = graphs.oracle_calls
+    if inference == "auto":
+        assert calls["GraphCutMAP"] == 5 and sum(calls.values()) == 10  # 5 back in Python
+        assert graphs.certified
+    else:
+        assert calls == {{"expansion": "AlphaExpansionMAP", "icm": "ICMMAP"}[inference]: 10}
+        assert not graphs.certified
+
+
 def test_auto_compiles_trws_beside_python_oracles():
     """``"auto"`` decodes forests and small models from Python (tree max-product, enumeration)
     and large loopy ones by compiled TRW-S in the same fit: the steps' calls are counted

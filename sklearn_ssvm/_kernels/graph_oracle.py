@@ -1,15 +1,22 @@
-"""The oracles of graph examples (``GRAPH``) as the compiled kernels call them: TRW-S compiled
-over each example's own model, or the structure's oracle in Python.
+"""The oracles of graph examples (``GRAPH``) as the compiled kernels call them: a compiled MAP
+oracle over each example's own model, or the structure's oracle in Python.
 
-``Packed.oracle`` is a :data:`GraphOracles` bundle. Examples with ``code[i] == TRWS`` are
-decoded here by sequential tree-reweighted message passing (``trws.py``) on their
-model, whose potentials are assembled from the label-space unary scores and pairwise weights;
-its messages stay in ``logm`` from call to call (a warm start: successive steps' potentials are
-close), its upper bound on the maximum goes to ``bounds[i]`` and the call is counted in
-``counts[i]``: certified (the labeling meets the bound), answered by the bound alone, or a
-solver's step (no bound: see :func:`graph_oracle`). The
-other examples (``code[i] == PYTHON``) call the oracle registered under ``key``
-(``python_oracle``), in object mode.
+``Packed.oracle`` is a :data:`GraphOracles` bundle; ``code[i]`` says how example ``i`` is
+decoded:
+
+- ``TRWS``: sequential tree-reweighted message passing (``trws.py``). Its messages stay in
+  ``logm`` from call to call (a warm start: successive steps' potentials are close) and its
+  upper bound on the maximum goes to ``bounds[i]``.
+- ``GRAPH_CUT``: one minimum cut (``maxflow.py``), exact on binary models whose edge tables
+  are submodular at this call's potentials; the other calls go to the Python oracle.
+- ``EXPANSION``: alpha-expansion moves, each one cut (``maxflow.py``).
+- ``ICM``: iterated conditional modes from each node's best state.
+- ``PYTHON``: the oracle registered under ``key`` (``python_oracle``), in object mode.
+
+The compiled calls are counted in ``counts[i]``, one column per name of :data:`COUNTED`
+(TRW-S's: certified, answered by the bound alone, or a solver's step: see
+:func:`graph_oracle`). ``max_iter``, ``step_iter`` and ``tol`` are the compiled oracle's
+settings: TRW-S's three, alpha-expansion's cycles or ICM's sweeps in ``max_iter``.
 
 Each example's model is a ``PairwiseMRF`` layout whose arrays are concatenated: node ``s`` of
 example ``i`` (tokens ``t0:t0 + T``) has its offset in ``node_off[t0 + i + s]`` (``T + 1``
@@ -25,12 +32,19 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .trws import CERTIFIED, trws, trws_steps
 from .labelings import GRAPH, label_loss, labeling_score
+from .maxflow import alpha_expansion, best_states, binary_cut_map
+from .mrf import icm
 from .python_oracle import python_graph_oracle
+from .trws import CERTIFIED, trws, trws_steps
 
-PYTHON = 0  # the structure's oracle, from Python
-TRWS = 1  # TRW-S, compiled
+PYTHON, TRWS, GRAPH_CUT, EXPANSION, ICM = 0, 1, 2, 3, 4  # the codes
+
+#: the names ``oracle_calls`` gives the compiled calls, by column of ``counts``
+COUNTED = ("TRWSMAP", "TRWSMAP (bound)", "TRWSMAP (step)", "GraphCutMAP", "AlphaExpansionMAP",
+           "ICMMAP")
+#: the columns of the calls that neither are exact nor bound the maximum
+INEXACT = (4, 5)
 
 GraphOracles = namedtuple("GraphOracles", "key code max_iter step_iter tol node_off n_states edges "
                                           "edge_ptr edge_off inc_ptr inc_edge inc_other "
@@ -42,7 +56,7 @@ def _none():
     return GraphOracles(-1, i, 0, 0, 0.0, i, i, np.zeros((0, 2), dtype=np.int64),
                         np.zeros(1, dtype=np.int64), i, i, i, i, np.zeros(0, dtype=np.bool_), i,
                         np.zeros(0, dtype=np.bool_), np.zeros((0, 0)), np.zeros(0),
-                        np.zeros((0, 3), dtype=np.int64))
+                        np.zeros((0, len(COUNTED)), dtype=np.int64))
 
 
 #: the bundle of problems without graph examples (zero-size arrays of the same types, so that
@@ -60,7 +74,7 @@ def _edgeless(n_nodes, n_label_edges):
     return layout, np.zeros(n_label_edges, dtype=np.int64), np.zeros(n_label_edges, dtype=bool)
 
 
-def pack_graph_oracles(key, n_nodes, n_label_edges, models, max_iter, step_iter, tol):
+def pack_graph_oracles(key, n_nodes, n_label_edges, codes, models, max_iter, step_iter, tol):
     """Bundle the examples' models for :func:`graph_oracle`.
 
     Parameters
@@ -69,13 +83,16 @@ def pack_graph_oracles(key, n_nodes, n_label_edges, models, max_iter, step_iter,
         The registered Python oracle (``python_oracle.register``).
     n_nodes, n_label_edges : list of int
         Each example's number of nodes and of label-space edges (``Packed.edges``).
+    codes : list of int
+        Each example's oracle (``PYTHON``, ``TRWS``, ...).
     models : list of tuple or None
-        Where an example is decoded by compiled TRW-S, ``(layout, target, flipped)``: its
+        Where an example has a compiled oracle, ``(layout, target, flipped)``: its
         ``PairwiseMRF.layout`` and, per label-space edge, the model edge its table adds to and
-        whether transposed; None where it calls the Python oracle.
+        whether transposed; None where it calls the Python oracle alone.
     max_iter, step_iter, tol : int, int, float
-        TRW-S's settings (``TRWSMAP``): the iterations and bound tolerance of a call that
-        certifies, the iterations of a solver's step.
+        The compiled oracle's settings: TRW-S's (``TRWSMAP``: the iterations and bound
+        tolerance of a call that certifies, the iterations of a solver's step), or
+        alpha-expansion's cycles or ICM's sweeps in ``max_iter``.
 
     Returns
     -------
@@ -92,13 +109,14 @@ def pack_graph_oracles(key, n_nodes, n_label_edges, models, max_iter, step_iter,
     S = int(n_states.max(initial=1))
     n = len(models)
     return GraphOracles(
-        int(key), np.array([PYTHON if m is None else TRWS for m in models], dtype=np.int64),
+        int(key), np.asarray(codes, dtype=np.int64).reshape(n),
         int(max_iter), int(step_iter), float(tol), node_off.astype(np.int64),
         n_states.astype(np.int64), edges.astype(np.int64).reshape(-1, 2),
         np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), edge_off.astype(np.int64),
         inc_ptr.astype(np.int64), inc_edge.astype(np.int64), inc_other.astype(np.int64),
         inc_first.astype(np.bool_), target.astype(np.int64), flipped.astype(np.bool_),
-        np.zeros((2 * int(sizes.sum()), S)), np.full(n, np.nan), np.zeros((n, 3), dtype=np.int64))
+        np.zeros((2 * int(sizes.sum()), S)), np.full(n, np.nan),
+        np.zeros((n, len(COUNTED)), dtype=np.int64))
 
 
 @njit(cache=True, nogil=True)
@@ -111,8 +129,10 @@ def graph_oracle(oracles, i, t0, U, theta, y_true, losses, augment, graph, label
     Compiled TRW-S runs as ``TRWSMAP`` with ``certify`` (the batched checks, whose duality gaps
     take the bound): up to ``max_iter`` iterations, stopping when the labeling meets the bound.
     Without it (a solver's step, which needs a good labeling and no bound) it runs
-    ``step_iter`` iterations from the messages of the last call and decodes once."""
-    if oracles.code[i] == PYTHON:
+    ``step_iter`` iterations from the messages of the last call and decodes once. The other
+    compiled oracles run alike in both."""
+    code = oracles.code[i]
+    if code == PYTHON:
         return python_graph_oracle(oracles.key, i, U, theta, y_true, losses, augment, graph,
                                    y_out)
     T, S = U.shape
@@ -140,15 +160,30 @@ def graph_oracle(oracles, i, t0, U, theta, y_true, losses, augment, graph, label
                     cell = base + (q * S + p if flip else p * S + q)
                     potentials[cell] += w * theta[f * S * S + p * S + q]
     assign = np.empty(T, dtype=np.int64)
-    logm = oracles.logm[2 * a:2 * b]
-    if certify:
-        value, bound, _ = trws(potentials, layout, logm, oracles.max_iter, oracles.tol, assign)
-        oracles.bounds[i] = bound
-        oracles.counts[i, 0 if value >= bound - CERTIFIED * (1.0 + abs(bound)) else 1] += 1
+    oracles.bounds[i] = np.nan
+    if code == TRWS:
+        logm = oracles.logm[2 * a:2 * b]
+        if certify:
+            value, bound, _ = trws(potentials, layout, logm, oracles.max_iter, oracles.tol,
+                                   assign)
+            oracles.bounds[i] = bound
+            oracles.counts[i, 0 if value >= bound - CERTIFIED * (1.0 + abs(bound)) else 1] += 1
+        else:
+            trws_steps(potentials, layout, logm, oracles.step_iter, assign)
+            oracles.counts[i, 2] += 1
+    elif code == GRAPH_CUT:
+        if not binary_cut_map(potentials, layout, assign):  # not submodular at this call
+            return python_graph_oracle(oracles.key, i, U, theta, y_true, losses, augment, graph,
+                                       y_out)
+        oracles.counts[i, 3] += 1
+    elif code == EXPANSION:
+        alpha_expansion(potentials, layout, oracles.max_iter, assign)
+        oracles.counts[i, 4] += 1
     else:
-        trws_steps(potentials, layout, logm, oracles.step_iter, assign)
-        oracles.bounds[i] = np.nan
-        oracles.counts[i, 2] += 1
+        best_states(potentials, layout[0], layout[3], assign)
+        icm(potentials, assign, layout[0], layout[2], layout[3], layout[4], layout[5],
+            layout[6], layout[7], oracles.max_iter)
+        oracles.counts[i, 5] += 1
     for t in range(T):
         y_out[t] = assign[t]
     value = labeling_score(GRAPH, U, theta, y_out, graph)

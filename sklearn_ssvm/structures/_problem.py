@@ -11,7 +11,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._kernels import batch, labelings, python_oracle, smoothed
-from .._kernels.graph_oracle import NO_GRAPH_ORACLES, pack_graph_oracles
+from .._kernels.graph_oracle import (COUNTED, GRAPH_CUT, INEXACT, NO_GRAPH_ORACLES, PYTHON,
+                                     pack_graph_oracles)
 from .._kernels.sparse import token_gram
 from .._kernels.threads import thread_map
 from ..smoothing import _check_mu
@@ -726,19 +727,21 @@ class GraphProblem(ExampleWeights):
 
     @property
     def certified(self):
-        """Whether every oracle call so far was exact."""
-        return self.inexact_calls[0] == 0
+        """Whether every oracle call so far was exact or bounded the maximum."""
+        compiled = ("compiled_oracles" not in self.__dict__
+                    or not self.compiled_oracles.counts[:, INEXACT].any())
+        return self.inexact_calls[0] == 0 and compiled
 
     @property
     def oracle_calls(self):
         """The oracle calls so far by the name of the oracle that answered (a ``Counter``);
-        the compiled TRW-S calls of BCFW's label space as ``"TRWSMAP"`` where the labeling
-        met the bound, ``"TRWSMAP (bound)"`` where the bound answered, and the steps' calls,
-        which need no certificate, as ``"TRWSMAP (step)"``."""
+        the compiled calls of BCFW's label space under their oracle's name, TRW-S's as
+        ``"TRWSMAP"`` where the labeling met the bound, ``"TRWSMAP (bound)"`` where the bound
+        answered, and the steps' calls, which need no certificate, as ``"TRWSMAP (step)"``."""
         calls = Counter(self._python_calls)
         if "compiled_oracles" in self.__dict__:
             counts = self.compiled_oracles.counts.sum(axis=0)
-            for name, count in zip(("TRWSMAP", "TRWSMAP (bound)", "TRWSMAP (step)"), counts):
+            for name, count in zip(COUNTED, counts):
                 if count:
                     calls[name] += int(count)
         return calls
@@ -886,16 +889,18 @@ class GraphProblem(ExampleWeights):
     @cached_property
     def compiled_oracles(self):
         """The examples' oracles as the kernels of :meth:`label_space` call them
-        (``_kernels.graph_oracle.GraphOracles``): compiled TRW-S where the structure's
-        ``_compiled_trws`` gives the example's model and settings, else the structure's
+        (``_kernels.graph_oracle.GraphOracles``): compiled where the structure's
+        ``_compiled_oracle`` gives the example's oracle code, model and settings, else (and
+        where a compiled graph cut meets tables that are not submodular) the structure's
         ``_label_oracle`` from Python."""
-        compiled = [getattr(self.structure, "_compiled_trws", lambda e: None)(e)
+        compiled = [getattr(self.structure, "_compiled_oracle", lambda e: None)(e)
                     for e in self.examples]
         oracles = pack_graph_oracles(
             -1, np.diff(self.node_offsets), np.diff(self._label_arrays["edge_offsets"]),
-            [None if c is None else c[0] for c in compiled],
-            *next((c[1] for c in compiled if c is not None), (0, 0, 0.0)))
-        if all(c is not None for c in compiled):
+            [PYTHON if c is None else c[0] for c in compiled],
+            [None if c is None else c[1] for c in compiled],
+            *next((c[2] for c in compiled if c is not None), (0, 0, 0.0)))
+        if not np.isin(oracles.code, (PYTHON, GRAPH_CUT)).any():
             return oracles
         # the registry holds oracles weakly: the problem keeps its own alive
         self._oracle = _GraphOracle(self.structure, self.examples, self._python_calls,

@@ -14,11 +14,13 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from .._kernels.graph_oracle import EXPANSION, GRAPH_CUT, ICM, TRWS
 from .._kernels.smoothed import ENTROPY, L2, NONE
 from .._validation import check_temperature
 from ..marginals._graphcut import _check_count, _check_edges, bmmf_topk, graphcut_max_marginals
 from ..marginals._mrf import PairwiseMRF, grid_edges
-from ..marginals._oracles import AutoMAP, GraphCutMAP, TRWSMAP, TreeMAP, check_map_oracle
+from ..marginals._oracles import (AlphaExpansionMAP, AutoMAP, GraphCutMAP, ICMMAP, TRWSMAP,
+                                 TreeMAP, check_map_oracle)
 from ..marginals._solvers import trbp_log_partition
 from ..marginals._spanning import initial_rho
 from ..smoothing import topk_smooth_max
@@ -581,25 +583,34 @@ class GraphCRF(BaseEstimator):
                 and not isinstance(self._example_oracle(example), TreeMAP)
                 and _maxflow_available())
 
-    def _compiled_trws(self, example):
-        """Where BCFW's label space decodes the example by compiled TRW-S
-        (``_kernels.graph_oracle``), i.e. where :meth:`_label_oracle` would run a
-        ``TRWSMAP`` (``inference="trws"``, or ``"auto"`` on large loopy models): its model
-        ``(layout, target, flipped)`` (each edge of :meth:`_label_graph` adds its table to
-        model edge ``target``, transposed where ``flipped``) and TRW-S's ``(max_iter,
-        step_iter, tol)``. None elsewhere: the example's oracle is called from Python."""
-        if self._cuts_first(example):
-            return None
+    def _compiled_oracle(self, example):
+        """Where BCFW's label space decodes the example in compiled code
+        (``_kernels.graph_oracle``) rather than by :meth:`_label_oracle` from Python: the
+        oracle's code, the example's model ``(layout, target, flipped)`` (each edge of
+        :meth:`_label_graph` adds its table to model edge ``target``, transposed where
+        ``flipped``) and the oracle's settings. The compiled oracles are the ones
+        :meth:`_label_oracle` would run: ``TRWSMAP`` (``inference="trws"``, or ``"auto"`` on
+        large loopy models), ``"auto"``'s graph cut on binary models (the calls whose tables
+        are not submodular come back to Python), ``AlphaExpansionMAP`` and ``ICMMAP`` without
+        restarts. None elsewhere."""
         oracle = self._example_oracle(example)
         oracle = getattr(oracle, "approximate", None) or oracle
-        if type(oracle) is not TRWSMAP:
+        if self._cuts_first(example):
+            code, settings = GRAPH_CUT, (0, 0, 0.0)
+        elif type(oracle) is TRWSMAP:
+            code = TRWS
+            settings = (int(oracle.max_iter), int(oracle.step_iter), float(oracle.tol))
+        elif type(oracle) is AlphaExpansionMAP:
+            code, settings = EXPANSION, (int(oracle.max_cycles), 0, 0.0)
+        elif type(oracle) is ICMMAP and not oracle.n_restarts:
+            code, settings = ICM, (int(oracle.max_sweeps), 0, 0.0)
+        else:
             return None
         target, flipped = example.target, example.reversed
         if not self.directed:  # _label_graph lists the edges, then the same edges reversed
             target, flipped = np.concatenate([target, target]), np.concatenate([flipped,
                                                                                 ~flipped])
-        return ((example.mrf.layout, target, flipped),
-                (int(oracle.max_iter), int(oracle.step_iter), float(oracle.tol)))
+        return code, (example.mrf.layout, target, flipped), settings
 
     def _decode(self, example, coef, augment):
         """``(labeling, value, gold, (oracle name, exact))``: the oracle's labeling of the

@@ -1,0 +1,107 @@
+"""The compiled minimum cut (Boykov-Kolmogorov search trees) and the MAP oracles built on it:
+one cut on binary submodular models against enumeration and PyMaxflow, alpha-expansion against
+the Python ``AlphaExpansionMAP`` it compiles."""
+import numpy as np
+import pytest
+
+from sklearn_ssvm._kernels.maxflow import alpha_expansion, binary_cut_map
+from sklearn_ssvm.marginals import (AlphaExpansionMAP, BruteForceMAP, PairwiseMRF, grid_edges,
+                                    project_submodular)
+
+
+def random_model(rng, n_nodes, n_edges, n_states, attraction=0.0):
+    """Distinct random edges (isolated nodes allowed) with Gaussian potentials; ``n_states`` an
+    int or one per node; ``attraction`` added to the diagonal of every table."""
+    pairs = [(a, b) for a in range(n_nodes) for b in range(n_nodes) if a != b]
+    take = rng.permutation(len(pairs))[:n_edges]
+    edges = np.array([pairs[k] for k in take], dtype=np.int64).reshape(-1, 2)
+    edges = edges[np.unique(np.sort(edges, axis=1), axis=0, return_index=True)[1]]
+    states = np.broadcast_to(n_states, (n_nodes,))
+    nodes = [rng.normal(size=s) for s in states]
+    tables = [rng.normal(size=(states[a], states[b])) + attraction * np.eye(states[a], states[b])
+              for a, b in edges]
+    return PairwiseMRF(list(states), edges, nodes, tables)
+
+
+def binary_model(rng, n_nodes, n_edges):
+    mrf = random_model(rng, n_nodes, n_edges, 2)
+    theta = mrf.theta.copy()
+    start = mrf.edge_offsets[0]
+    tables = project_submodular(theta[start:].reshape(-1, 2, 2))  # some on the boundary
+    tables[::2] += 0.5 * np.abs(rng.normal(size=(len(tables[::2]), 1, 1))) * np.eye(2)
+    theta[start:] = tables.ravel()
+    return mrf, theta
+
+
+def test_binary_cut_against_enumeration():
+    """One cut on submodular models (cycles, isolated nodes, tables on the cone's boundary)
+    reaches the enumerated maximum."""
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(1, 10))
+        mrf, theta = binary_model(rng, n, int(rng.integers(0, 3 * n)))
+        y = np.full(n, -1, dtype=np.int64)
+        assert binary_cut_map(theta, mrf.layout, y)
+        assert mrf.score(y, theta) == pytest.approx(BruteForceMAP()(mrf, theta).value, abs=1e-9)
+
+
+def test_binary_cut_refuses_tables_that_are_not_submodular():
+    rng = np.random.default_rng(1)
+    mrf, theta = binary_model(rng, 6, 8)
+    theta[mrf.edge_offsets[3]:mrf.edge_offsets[4]] = [0.0, 1.0, 1.0, 0.0]
+    y = np.full(6, -1, dtype=np.int64)
+    assert not binary_cut_map(theta, mrf.layout, y)
+    assert np.all(y == -1)
+
+
+@pytest.mark.parametrize("coupling", [0.0, 0.3, 1.0, 3.0, 30.0])
+def test_binary_cut_is_pymaxflow_on_grids(coupling):
+    """On 20x20 grids (too large to enumerate) the compiled cut scores as PyMaxflow's, from
+    independent unary terms to strong couplings with long augmenting paths."""
+    pytest.importorskip("maxflow")
+    from sklearn_ssvm.marginals import GraphCutMAP
+    rng = np.random.default_rng(2)
+    edges = grid_edges(20, 20)
+    for _ in range(3):
+        tables = coupling * np.abs(rng.normal(size=(len(edges), 1, 1))) * np.eye(2) \
+            + rng.normal(size=(len(edges), 1, 1))
+        mrf = PairwiseMRF(2, edges, rng.normal(size=(400, 2)), tables)
+        y = np.empty(400, dtype=np.int64)
+        assert binary_cut_map(mrf.theta, mrf.layout, y)
+        assert mrf.score(y, mrf.theta) == pytest.approx(
+            GraphCutMAP()(mrf, mrf.theta).value, rel=1e-12, abs=1e-9)
+
+
+def test_alpha_expansion_is_the_python_oracle():
+    """The compiled moves are ``AlphaExpansionMAP``'s: the same labeling on random models
+    (nodes with different numbers of states, frustrated and attractive tables), never above
+    the enumerated maximum."""
+    rng = np.random.default_rng(3)
+    for k in range(300):
+        n = int(rng.integers(1, 9))
+        S = int(rng.integers(2, 5))
+        states = rng.integers(2, S + 1, size=n) if k % 2 else S
+        mrf = random_model(rng, n, int(rng.integers(0, 2 * n + 2)), states,
+                           attraction=float(rng.uniform(0.0, 2.0)))
+        y = np.full(n, -1, dtype=np.int64)
+        value = alpha_expansion(mrf.theta, mrf.layout, 20, y)
+        python = AlphaExpansionMAP()(mrf, mrf.theta)
+        np.testing.assert_array_equal(y, python.assignment)
+        assert value == pytest.approx(mrf.score(y, mrf.theta), abs=1e-12)
+        assert value <= BruteForceMAP()(mrf, mrf.theta).value + 1e-9
+
+
+def test_alpha_expansion_within_its_bound_on_potts_grids():
+    """Potts models with non-negative energies: ``E(result) <= 2 E(optimum)`` (Boykov, Veksler
+    & Zabih 2001), the optimum enumerated on 3x3 grids with 3 states."""
+    rng = np.random.default_rng(4)
+    edges = grid_edges(3, 3)
+    for _ in range(50):
+        energy = rng.uniform(0.0, 2.0, size=(9, 3))
+        weights = rng.uniform(0.0, 1.5, size=len(edges))
+        tables = -weights[:, None, None] * (1.0 - np.eye(3))
+        mrf = PairwiseMRF(3, edges, -energy, tables)
+        y = np.empty(9, dtype=np.int64)
+        found = -alpha_expansion(mrf.theta, mrf.layout, 20, y)
+        optimum = -BruteForceMAP()(mrf, mrf.theta).value
+        assert optimum - 1e-12 <= found <= 2.0 * optimum + 1e-12
