@@ -17,8 +17,8 @@ class InvalidParameterError(ValueError, TypeError):
 
 
 class Interval:
-    """Numbers of ``kind`` (``Integral`` or ``Real``) between ``left`` and ``right`` (None: no
-    bound), ``closed`` one of ``"left"``, ``"right"``, ``"both"``, ``"neither"``."""
+    """Finite numbers of ``kind`` (``Integral`` or ``Real``) between ``left`` and ``right``
+    (None: no bound), ``closed`` one of ``"left"``, ``"right"``, ``"both"``, ``"neither"``."""
 
     def __init__(self, kind, left, right, *, closed):
         self.kind, self.left, self.right, self.closed = kind, left, right, closed
@@ -26,7 +26,7 @@ class Interval:
     def is_satisfied_by(self, value):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, self.kind):
             return False
-        if np.isnan(value):
+        if not np.isfinite(value):  # an unbounded side is open: (0, inf) holds no inf
             return False
         if self.left is not None and (value < self.left or (
                 value == self.left and self.closed not in ("left", "both"))):

@@ -4,10 +4,11 @@ that a crash or a hang takes down a child process, not the test session (``test_
 Hypothesis draws each case: a structure (chain, multiclass, binary, multi-label, candidate
 sets; ``PragamSVC`` takes flat data), small data, then any number of defects (NaN, inf, huge or
 tiny scales, dtypes, sparse formats, 3-D arrays, ragged or missing features, empty data, label
-types, one class, unseen labels, length mismatches, bad parameters, warm refits on changed
-data). A case passes when the fit succeeds with finite ``coef_``, gap, predictions and score,
-or raises a ``ValueError``/``TypeError`` from the library's or scikit-learn's validation (not
-from numpy, numba or a kernel). The summary goes to stdout as JSON; the case being run is
+types, one class, unseen labels, length mismatches, bad parameters (infinite, complex, None,
+of the wrong type), warm refits on changed data, None or a scalar for ``X`` or ``Y``). A case
+passes when the fit succeeds with finite ``coef_``, gap, predictions and score, or raises a
+``ValueError``/``TypeError`` from the library's or scikit-learn's validation (not from numpy,
+numba or a kernel). The summary goes to stdout as JSON; the case being run is
 written to ``LOG`` first, so a crash or a hang names it.
 """
 import json
@@ -35,18 +36,20 @@ STRUCTURES = {"chain": ChainCRF, "multiclass": MulticlassSVM, "binary": BinarySV
               "multilabel": MultiLabel, "candidates": CandidateSet}
 #: (parameter, bad values) per estimator family
 BAD_PARAMS = {
-    "structured": [("alpha", [0.0, -1.0, np.nan, np.inf, "big", [1e-3]]),
-                   ("max_iter", [0, -3, 2.5, None]), ("tol", [-1.0, np.nan, "x"]),
+    "structured": [("alpha", [0.0, -1.0, np.nan, np.inf, -np.inf, 1e-2 + 1j, "big", [1e-3]]),
+                   ("max_iter", [0, -3, 2.5, None]), ("tol", [-1.0, np.nan, np.inf, "x"]),
                    ("n_jobs", [0, 1.5, "all"]), ("random_state", ["seed", 1.5]),
                    ("warm_start", ["yes", 2])],
-    "pragam": [("alpha", [0.0, -1.0, np.nan, "big"]), ("max_iter", [0, -3, 2.5]),
-               ("tol", [-1.0, np.nan]), ("solver", ["newton", None]),
+    "pragam": [("alpha", [0.0, -1.0, np.nan, np.inf, 1e-2 + 1j, None, "big"]),
+               ("max_iter", [0, -3, 2.5]), ("tol", [-1.0, np.nan, np.inf]),
+               ("solver", ["newton", None]),
                ("fit_intercept", ["yes"]), ("loss", ["squared"])],
 }
 DEFECTS = ["nan", "inf", "huge", "tiny", "int", "bool", "float32", "complex", "object", "str",
            "sparse", "3d", "ragged", "no features", "empty", "empty example", "label types",
            "none label", "nan label", "one class", "unseen labels", "length mismatch",
-           "bad param", "warm refit", "wrong features at predict"]
+           "bad param", "warm refit", "wrong features at predict", "none X", "scalar X",
+           "none Y", "scalar Y"]
 #: where a clear error may be raised: our own code outside the kernels, scikit-learn's checks
 CLEAR_SOURCES = ("sklearn_ssvm/", "sklearn/utils/validation.py",
                  "sklearn/utils/_param_validation.py", "sklearn/utils/multiclass.py",
@@ -139,6 +142,10 @@ def apply_defect(defect, kind, X, Y, est, draw, rng):
         Y = per_example(Y, lambda y: np.zeros_like(np.asarray(y)))
     elif defect == "length mismatch" and len(Y):
         Y = Y[:-1]
+    elif defect in ("none X", "scalar X"):
+        X = None if defect == "none X" else draw(st.sampled_from([0.5, 3, "x", np.float64(2)]))
+    elif defect in ("none Y", "scalar Y"):
+        Y = None if defect == "none Y" else draw(st.sampled_from([1, 0.5, "a"]))
     elif defect == "bad param":
         family = "pragam" if isinstance(est, PragamSVC) else "structured"
         name, values = draw(st.sampled_from(BAD_PARAMS[family]))

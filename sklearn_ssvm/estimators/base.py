@@ -24,8 +24,15 @@ def training_key(problem, features=True):
     return joblib.hash(problem.training_parts(features))
 
 
-def n_examples(X):
-    """The number of examples of ``X``: rows of a matrix, items of a list."""
+def n_examples(X, name="X"):
+    """The number of examples of ``X``: rows of a matrix, items of a list; a ValueError for
+    None and scalars, which hold no examples."""
+    scalar = X is None or isinstance(X, (str, bytes)) or (
+        not isinstance(X, (list, tuple))  # (np.ndim would convert through array functions)
+        and getattr(X, "ndim", None) in (0, None) and np.asarray(X).ndim == 0)
+    if scalar:
+        raise ValueError(f"{name} must hold one item per example (a list, an array or a sparse "
+                         f"matrix), got {type(X).__name__} {X!r:.40}.")
     if hasattr(X, "shape"):
         return X.shape[0]
     return len(X) if hasattr(X, "__len__") else np.asarray(X).shape[0]
@@ -96,16 +103,17 @@ class StructuredEstimator(BaseEstimator):
                    Interval(Integral, 1, None, closed="left"), None],  # joblib's: not 0
     }
 
-    def fit(self, X, Y, sample_weight=None, **fit_params):
-        """Fit the structured SVM on examples ``X`` with labelings ``Y``.
+    def fit(self, X, y, sample_weight=None, **fit_params):
+        """Fit the structured SVM on examples ``X`` with labelings ``y``.
 
         Parameters
         ----------
         X : list of arrays or sparse matrices, or 2-D array
             Per-example inputs as the structure expects them (a list of ``(n_tokens,
             n_features)`` matrices for ``ChainCRF``; a 2-D array for flat structures).
-        Y : list of label arrays, 1-D array or 2-D indicator matrix
-            Labelings, any hashable label values (mapped through ``structure_.classes_``).
+        y : list of label arrays, 1-D array or 2-D indicator matrix
+            Labelings, any hashable label values (mapped through ``structure_.classes_``):
+            the structured target (``Y`` in the papers; ``y`` as scikit-learn names it).
         sample_weight : array-like of shape (n_samples,) or None, default=None
             Weights of the examples' losses: the objective's loss term becomes the weighted
             mean ``sum_i w_i H~_i(w) / sum_i w_i``, so an integer weight counts an example
@@ -122,17 +130,18 @@ class StructuredEstimator(BaseEstimator):
             The fitted estimator.
         """
         check_params(self)
-        if not hasattr(Y, "__len__"):  # an array-like without len (numpy understands it)
-            Y = np.asarray(Y)
+        n_examples(y, "y")
+        if not hasattr(y, "__len__"):  # an array-like without len (numpy understands it)
+            y = np.asarray(y)
         weights = check_sample_weight(sample_weight, n_examples(X))
         if weights is not None and not np.all(weights > 0):
             keep = weights > 0
-            X, Y, weights = take_examples(X, keep), take_examples(Y, keep), weights[keep]
+            X, y, weights = take_examples(X, keep), take_examples(y, keep), weights[keep]
         structure = clone(self.structure)  # never self.structure_: a failed fit keeps it
-        problem = structure.prepare(X, Y)
+        problem = structure.prepare(X, y)
         if weights is not None:
             problem = problem.with_sample_weight(weights)
-        self._fit_prepared(structure, problem, X, Y, **fit_params)
+        self._fit_prepared(structure, problem, X, y, **fit_params)
         if self._stopped_at_max_iter():
             gap = getattr(self, "duality_gap_", np.nan)
             gap = (f"its duality gap is {gap:.3g} > tol * loss_scale_ = {self.tol} * "

@@ -15,7 +15,7 @@ from ..solvers.prox_linear import ProxLinear
 from ..solvers.smooth import Stochastic
 from ..structures.base import smoothing_code
 from ..structures.candidates import CandidateSet
-from .base import StructuredEstimator
+from .base import StructuredEstimator, n_examples
 
 #: epochs of each trial of the learning-rate search: large steps overshoot in the first epochs
 #: and win later, so two epochs pick rates about twice too small (measured on CoNLL-2000)
@@ -309,14 +309,14 @@ class SmoothSSVMClassifier(StructuredEstimator):
         code, K = smoothing_code(self.smoothing, self.top_k, kind)
         return smooth.Smoothing(code, K, float(mu))
 
-    def fit(self, X, Y, sample_weight=None, callback=None):
-        """Fit on examples ``X`` with labelings ``Y``.
+    def fit(self, X, y, sample_weight=None, callback=None):
+        """Fit on examples ``X`` with labelings ``y``.
 
         Parameters
         ----------
         X : list of arrays or sparse matrices, or 2-D array
             Per-example inputs, as in :meth:`BCFWStructuredSVM.fit`.
-        Y : list of label arrays, 1-D array or 2-D indicator matrix
+        y : list of label arrays, 1-D array or 2-D indicator matrix
             Labelings, as in :meth:`BCFWStructuredSVM.fit`.
         sample_weight : array-like of shape (n_samples,) or None, default=None
             Weights of the examples' losses, as in :meth:`BCFWStructuredSVM.fit`: the full
@@ -334,7 +334,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
             The fitted estimator.
         """
         # a feature map scores the raw candidate sets, so they go to the solver too
-        super().fit(X, Y, sample_weight=sample_weight, callback=callback)
+        super().fit(X, y, sample_weight=sample_weight, callback=callback)
         self._stream = None  # a later partial_fit starts a new stream
         return self
 
@@ -348,8 +348,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
         return True
 
     @available_if(_streams)
-    def partial_fit(self, X, Y):
-        """Make one SGD pass over ``(X, Y)`` in order, continuing the previous calls.
+    def partial_fit(self, X, y):
+        """Make one SGD pass over ``(X, y)`` in order, continuing the previous calls.
 
         For data that does not fit in memory: feed it in chunks (with a hashing
         ``SequenceVectorizer`` the features need no fitted vocabulary), as many passes over
@@ -367,7 +367,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         ----------
         X : list of arrays or sparse matrices, or 2-D array
             A chunk of examples, as in :meth:`fit`.
-        Y : list of label arrays, 1-D array or 2-D indicator matrix
+        y : list of label arrays, 1-D array or 2-D indicator matrix
             Their labelings, as in :meth:`fit`.
 
         Returns
@@ -376,10 +376,12 @@ class SmoothSSVMClassifier(StructuredEstimator):
             The estimator, its ``coef_`` updated.
         """
         check_params(self)
+        n_examples(X)
+        n_examples(y, "y")
         stream = getattr(self, "_stream", None)
         if stream is None:
             structure = clone(self.structure)
-            problem = structure.prepare(X, Y)
+            problem = structure.prepare(X, y)
             if getattr(problem, "dense_oracles", False):
                 raise ValueError(f"partial_fit runs the compiled oracles; "
                                  f"{type(structure).__name__} trains with fit.")
@@ -396,7 +398,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         else:  # the first call's labels, features, alpha and learning rate
             structure, alpha, learning_rate = self.structure_, self.alpha_, self.learning_rate_
             scale = self.loss_scale_
-            problem = structure.pack(X, Y)
+            problem = structure.pack(X, y)
             penalty = self._penalty(alpha)
             smoothing = self._smoothing(problem.kind, self.mu * scale)
             stream, calls = copy.deepcopy(stream), self.n_iter_  # a failed call changes nothing

@@ -19,6 +19,7 @@ from ..metrics import get_scorer
 from ..penalties import ElasticNet
 from ._path import _take
 from ..solvers._common import interruptible
+from ..estimators.base import n_examples
 from ..estimators.bcfw import BCFWStructuredSVM
 from ..estimators.bmrm import BMRMStructuredSVM
 from ..estimators.smooth import SmoothSSVMClassifier
@@ -108,7 +109,7 @@ class _CrossValidated:
             if patience is not None and best_j != start:
                 return  # a smaller alpha did better: the scores have turned down above it
 
-    def fit(self, X, Y):
+    def fit(self, X, y):
         """Cross-validate ``(l1_ratio, alpha)`` pairs and refit at the best (``refit=True``).
 
         For each ``l1_ratio`` the folds walk the grid from the alpha nearest the
@@ -124,7 +125,7 @@ class _CrossValidated:
         ----------
         X : list of arrays or sparse matrices, or 2-D array
             Training inputs, as for the wrapped estimator's ``fit``.
-        Y : list of label arrays, 1-D array or 2-D indicator matrix
+        y : list of label arrays, 1-D array or 2-D indicator matrix
             Training labelings, as for the wrapped estimator's ``fit``.
 
         Returns
@@ -133,10 +134,12 @@ class _CrossValidated:
             The fitted estimator.
         """
         with interruptible(safe=False):  # Ctrl-C: KeyboardInterrupt, no half-scored grid
-            return self._fit(X, Y)
+            return self._fit(X, y)
 
     def _fit(self, X, Y):
         check_params(self._wrapped())
+        n_examples(X)
+        n_examples(Y, "y")
         structure = clone(self.structure)
         problem = structure.prepare(X, Y)  # packed once: the folds are subsets of it
         alphas, l1_ratios = self._grid(problem)
