@@ -549,10 +549,28 @@ def test_grid_graph():
     ([(np.zeros((3, 2)), np.array([[0, 1]]))], [np.array([0, 1])], "one label per node"),
     ([(np.zeros((3, 2)),)], [np.array([0, 1, 1])], "tuple"),
     ([(np.zeros((3, 2)), np.array([[0, 1]]))], [np.zeros(3, int)], "single label"),
+    ([(np.zeros((3, 2)) + 1j, np.array([[0, 1]]))], [np.array([0, 1, 1])], "complex data"),
 ])
 def test_invalid_examples(X, Y, match):
     with pytest.raises(ValueError, match=match):
         GraphCRF().fit(X, Y)
+
+
+def test_complex_features_are_refused_by_every_estimator():
+    """Complex node or edge features were cast to their real parts with a warning only."""
+    from sklearn_ssvm.structures.graph import BinaryGraphCRF
+
+    x = grid3(np.random.default_rng(9), 2)
+    y = np.array([0, 1] * 4 + [0])
+    complex_nodes = (x[0] + 1j, x[1])
+    complex_edges = (x[0], x[1], np.ones((len(x[1]), 1)) + 1j)
+    for make in (BCFWStructuredSVM, BMRMStructuredSVM, SmoothSSVMClassifier):
+        with pytest.raises(ValueError, match="complex data not supported in node_features"):
+            make(GraphCRF(), max_iter=2).fit([complex_nodes], [y])
+        with pytest.raises(ValueError, match="complex data not supported in edge_features"):
+            make(GraphCRF(edge_features=True), max_iter=2).fit([complex_edges], [y])
+    with pytest.raises(ValueError, match="complex data not supported in node_features"):
+        SmoothSSVMClassifier(BinaryGraphCRF(), max_iter=2).fit([complex_nodes], [y])
 
 
 def test_invalid_parameters():

@@ -364,15 +364,16 @@ class StructuredEstimator(BaseEstimator):
         """Return ``1 - mean task loss`` of the predictions on ``(X, y)``.
 
         Each task loss is in [0, 1]: the score is the mean per-sequence token accuracy for
-        chains (also with ``ChainCRF(normalize_loss=False)``), the accuracy for classifiers. A
-        label never seen in fit counts as a wrong prediction.
+        chains (also with ``ChainCRF(normalize_loss=False)``), the accuracy for classifiers,
+        and for candidate sets ``1 -`` the mean of the predicted candidate's loss over the
+        example's largest. A label never seen in fit counts as a wrong prediction.
 
         Parameters
         ----------
         X : list of arrays or sparse matrices, or 2-D array
             Examples, in the format of ``X`` in :meth:`fit`.
         y : list of label arrays, 1-D array or 2-D indicator matrix
-            The labelings, as ``Y`` in :meth:`fit` (scikit-learn's name for the argument).
+            The labelings, as in :meth:`fit`.
 
         Returns
         -------

@@ -595,8 +595,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
         X : list of arrays or sparse matrices, or 2-D array
             Examples, in the format of ``X`` in :meth:`fit`.
         y : list of label arrays, 1-D array or 2-D indicator matrix
-            The labelings, as ``Y`` in :meth:`fit` (with ``feature_map``: each example's
-            vector of candidate losses).
+            The labelings, as in :meth:`fit` (with ``feature_map``: each example's vector of
+            candidate losses, scored as ``CandidateSet`` scores them).
 
         Returns
         -------

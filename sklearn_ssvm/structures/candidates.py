@@ -13,7 +13,8 @@ class CandidateSet(SequenceStructure):
     list of per-candidate loss vectors: ``Y[i][k] = L(y_i, k) >= 0``, zero at the true candidate
     (the first zero if several). The oracles are exhaustive over the candidates (spec 000
     §2.4, "explicit candidate sets"). ``predict`` returns candidate indices; the estimators'
-    ``score`` is ``1 - mean loss`` of the predicted candidates.
+    ``score`` is ``1 - mean`` over the examples of the predicted candidate's loss divided by
+    the example's largest loss (each in [0, 1], as the other structures' scores).
 
     Attributes
     ----------

@@ -21,6 +21,9 @@ __all__ = ["BinaryGraphCRF"]
 def _check_matrix(value, name, i, min_rows=1, min_cols=0):
     """A finite 2-D float64 array of example ``i`` with at least ``min_rows`` rows and
     ``min_cols`` columns, or a ValueError naming ``name``."""
+    if np.iscomplexobj(value):  # float64 would drop the imaginary parts with a warning only
+        raise ValueError(f"Example {i}: complex data not supported in {name} (dtype "
+                         f"{np.asarray(value).dtype}).")
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
