@@ -8,8 +8,8 @@ import pytest
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_ssvm import (BCFWStructuredSVM, BMRMStructuredSVM, ChainCRF, MulticlassSVM,
-                          SmoothSSVMClassifier)
+from sklearn_ssvm import (BCFWStructuredSVM, BinarySVM, BMRMStructuredSVM, ChainCRF,
+                          MulticlassSVM, SmoothSSVMClassifier)
 
 ESTIMATORS = [lambda: BCFWStructuredSVM(ChainCRF(), warm_start=True, max_iter=10, step="fw",
                                         random_state=0),
@@ -116,6 +116,26 @@ def test_validation_gaps():
         BCFWStructuredSVM(ChainCRF(), max_iter=2).fit([x + 1j for x in Xs], Ys)
 
 
+def test_classes_not_real_values():
+    """Real-valued targets are refused with scikit-learn's words; integral floats are classes,
+    and a column vector is taken with scikit-learn's DataConversionWarning."""
+    from sklearn.exceptions import DataConversionWarning
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(12, 2))
+    for structure in (MulticlassSVM(), BinarySVM()):
+        with pytest.raises(ValueError, match="Unknown label type: continuous"):
+            BCFWStructuredSVM(structure, max_iter=2).fit(X, rng.normal(size=12))
+        y = np.arange(12) % 2 + 1.0
+        est = BCFWStructuredSVM(structure, max_iter=5, random_state=0).fit(X, y)
+        assert est.classes_.tolist() == [1.0, 2.0]
+        with pytest.warns(DataConversionWarning, match="column-vector y"):
+            column = BCFWStructuredSVM(structure, max_iter=5, random_state=0).fit(X, y[:, None])
+        np.testing.assert_array_equal(column.predict(X), est.predict(X))
+    with pytest.raises(ValueError, match="Only binary classification is supported"):
+        BCFWStructuredSVM(BinarySVM(), max_iter=2).fit(X, np.arange(12) % 3)
+
+
 def test_fit_takes_y_by_keyword():
     """``fit(X, y=...)``, as scikit-learn's tools call it, for every estimator (positional
     ``fit(X, Y)`` unchanged)."""
@@ -201,11 +221,12 @@ def test_overflowing_features_are_refused_before_fitting():
         BCFWStructuredSVM(MulticlassSVM(), max_iter=2).fit(np.full((4, 2), 1e160), [0, 1, 0, 1])
 
 
-@pytest.mark.parametrize("make", [lambda: BCFWStructuredSVM(MulticlassSVM()),
-                                  lambda: BMRMStructuredSVM(MulticlassSVM()),
-                                  lambda: SmoothSSVMClassifier(MulticlassSVM())])
-def test_scikit_learn_common_checks(make):
-    """scikit-learn's estimator checks pass with the simplest structure (none skipped), but for
+@pytest.mark.parametrize("structure", [MulticlassSVM, BinarySVM])
+@pytest.mark.parametrize("estimator", [BCFWStructuredSVM, BMRMStructuredSVM,
+                                       SmoothSSVMClassifier])
+def test_scikit_learn_common_checks(estimator, structure):
+    """scikit-learn's estimator checks pass with the flat structures (none skipped; with
+    ``BinarySVM`` the estimator is a binary-only classifier, as its tags say), but for
     the two that compare a weighted fit with repeated examples to 1e-7: our solvers stop at a
     certified gap of ``tol``, so the two fits agree within it, not to rounding, as
     scikit-learn's own iterative estimators declare (``SGDClassifier``, ``LinearSVC``);
@@ -218,7 +239,8 @@ def test_scikit_learn_common_checks(make):
                 for kind in ("dense", "sparse")}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        results = check_estimator(make(), on_fail=None, expected_failed_checks=expected)
+        results = check_estimator(estimator(structure()), on_fail=None,
+                                  expected_failed_checks=expected)
     failed = [(r["check_name"], str(r["exception"])[:200]) for r in results
               if r["status"] == "failed"]
     assert not failed

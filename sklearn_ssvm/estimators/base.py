@@ -243,7 +243,8 @@ class StructuredEstimator(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True  # every structure takes sparse features
-        return tags
+        structure_tags = getattr(self.structure, "_estimator_tags", None)
+        return tags if structure_tags is None else structure_tags(tags)
 
     def _check_warm_start(self, structure):
         """Refuse, before any fitted attribute changes, a warm start whose structure, label set

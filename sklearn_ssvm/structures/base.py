@@ -168,6 +168,13 @@ class StructuredModel(BaseEstimator):
         self._fit_labels(Y)
         return self._pack(X_all, lengths, Y)
 
+    def _estimator_tags(self, tags):
+        """The scikit-learn tags of an estimator that trains this structure, given the
+        estimator's own (``__sklearn_tags__``): unchanged here; a structure that makes the
+        estimator a classifier says so (``BinarySVM``), so that scikit-learn's checks feed it
+        the targets it takes."""
+        return tags
+
     def _check_fitted(self):
         if not hasattr(self, "classes_"):
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call "

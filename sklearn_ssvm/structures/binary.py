@@ -1,4 +1,6 @@
 """Binary linear SVM as a structure: ``phi(x, y) = y x / 2`` with ``y in {-1, +1}``."""
+from sklearn.utils import ClassifierTags
+
 from .._kernels.labelings import BINARY
 from .multiclass import MulticlassSVM
 
@@ -47,6 +49,15 @@ class BinarySVM(MulticlassSVM):
         return super().decision_function(X, coef).ravel()
 
     def _check_classes(self, classes):
-        if len(classes) != 2:
-            raise ValueError(f"BinarySVM needs exactly 2 classes in y, got {len(classes)}: "
-                             f"{list(classes)[:10]}.")
+        if len(classes) > 2:  # scikit-learn's words for a binary-only classifier first
+            raise ValueError(f"Only binary classification is supported. The type of the target "
+                             f"is multiclass: BinarySVM needs exactly 2 classes in y, got "
+                             f"{len(classes)}: {list(classes)[:10]}.")
+        if len(classes) < 2:
+            raise ValueError(f"BinarySVM needs exactly 2 classes in y, got 1 class: "
+                             f"{list(classes)}.")
+
+    def _estimator_tags(self, tags):
+        tags.estimator_type = "classifier"
+        tags.classifier_tags = ClassifierTags(multi_class=False)
+        return tags

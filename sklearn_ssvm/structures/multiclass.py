@@ -1,5 +1,7 @@
 """Crammer-Singer multi-class SVM as a structure: ``phi(x, y) = x (x) e_y``."""
 import numpy as np
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import column_or_1d
 
 from .._kernels.labelings import MULTICLASS
 from .base import FlatStructure, unique_labels
@@ -45,8 +47,14 @@ class MulticlassSVM(FlatStructure):
 
     def _fit_labels(self, Y):
         Y = np.asarray(Y)
+        if Y.ndim == 2 and Y.shape[1] == 1:  # a column: scikit-learn's warning, then 1-D
+            Y = column_or_1d(Y, warn=True)
         if Y.ndim != 1:
             raise ValueError(f"y must be 1-D, got shape {Y.shape}.")
+        if Y.dtype.kind == "f" and type_of_target(Y) == "continuous":
+            raise ValueError(f"Unknown label type: continuous. {type(self).__name__} takes "
+                             f"classes (integers, strings, ...), not real-valued targets such "
+                             f"as {Y[np.flatnonzero(Y != np.round(Y))[0]]!r}.")
         classes = self._label_set(unique_labels(Y))
         self._check_classes(classes)
         self.classes_ = classes
@@ -56,6 +64,8 @@ class MulticlassSVM(FlatStructure):
         if Y is None:
             return np.zeros(len(lengths), dtype=np.int32), offsets
         Y = np.asarray(Y)
+        if Y.ndim == 2 and Y.shape[1] == 1:
+            Y = Y.ravel()
         if Y.ndim != 1:
             raise ValueError(f"y must be 1-D, got shape {Y.shape}.")
         idx = np.clip(np.searchsorted(self.classes_, Y), 0, len(self.classes_) - 1)
