@@ -371,6 +371,17 @@ def test_bcfw_certifies_with_the_trws_bound():
         assert exact - est.dual_objective_ <= est.duality_gap_ + 1e-9
 
 
+def python_oracles(crf, graphs, problem, coef, y_out):
+    """Per example of BCFW's label space: the compiled oracle's labeling (in ``y_out``) and
+    ``_label_oracle``'s labeling and bound from Python at the same weights."""
+    W, theta = problem.split_coef(coef)
+    U = problem.token_matrix() @ W
+    for i, example in enumerate(graphs.examples):
+        t0, t1 = problem.tok_offsets[i], problem.tok_offsets[i + 1]
+        labeling, bound, _ = crf._label_oracle(example, U[t0:t1], theta, True)
+        yield y_out[problem.node_offsets[i]:problem.node_offsets[i + 1]], labeling, bound
+
+
 @pytest.mark.parametrize("directed", [False, True])
 def test_compiled_trws_is_the_python_oracle(directed):
     """BCFW's label space decodes TRW-S examples in compiled code: from the same (fresh)
@@ -396,12 +407,8 @@ def test_compiled_trws_is_the_python_oracle(directed):
         state = DualState.at_labels(problem)
         y_out, values, gold, _ = problem.run_oracle(coef, True, state.M, state.Q)
         bounds = graphs.compiled_oracles.bounds.copy()
-        W, theta = problem.split_coef(coef)
-        U = problem.token_matrix() @ W
-        for i, (x, y) in enumerate(zip(X, Y)):
-            t0, t1 = problem.tok_offsets[i], problem.tok_offsets[i + 1]
-            labeling, bound, _ = crf._label_oracle(graphs.examples[i], U[t0:t1], theta, True)
-            ours = y_out[problem.node_offsets[i]:problem.node_offsets[i + 1]]
+        python = python_oracles(crf, graphs, problem, coef, y_out)
+        for i, (x, y, (ours, labeling, bound)) in enumerate(zip(X, Y, python)):
             np.testing.assert_array_equal(ours, labeling)
             np.testing.assert_allclose(bounds[i], bound, rtol=1e-9, atol=1e-9)
             labelings, scores = enumerated(crf, x, y, coef, True)
@@ -434,12 +441,8 @@ def test_compiled_cuts_and_moves_are_the_python_oracles(inference, S, code, dire
         coef = rng.normal(size=crf.n_params)
         coef[-2 * S * S:] += attraction * np.tile(np.eye(S).ravel(), 2)
         y_out, values, _, _ = problem.run_oracle(coef, True)
-        W, theta = problem.split_coef(coef)
-        U = problem.token_matrix() @ W
-        for i, (x, y) in enumerate(zip(X, Y)):
-            t0, t1 = problem.tok_offsets[i], problem.tok_offsets[i + 1]
-            labeling, _, _ = crf._label_oracle(graphs.examples[i], U[t0:t1], theta, True)
-            ours = y_out[problem.node_offsets[i]:problem.node_offsets[i + 1]]
+        python = python_oracles(crf, graphs, problem, coef, y_out)
+        for i, (x, y, (ours, labeling, _)) in enumerate(zip(X, Y, python)):
             labelings, scores = enumerated(crf, x, y, coef, True)
             at = np.flatnonzero((labelings == ours).all(axis=1))[0]
             assert values[i] == pytest.approx(scores[at], abs=1e-9)
