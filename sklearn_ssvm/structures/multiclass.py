@@ -1,6 +1,5 @@
 """Crammer-Singer multi-class SVM as a structure: ``phi(x, y) = x (x) e_y``."""
 import numpy as np
-from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
 from .._kernels.labelings import MULTICLASS
@@ -51,10 +50,12 @@ class MulticlassSVM(FlatStructure):
             Y = column_or_1d(Y, warn=True)
         if Y.ndim != 1:
             raise ValueError(f"y must be 1-D, got shape {Y.shape}.")
-        if Y.dtype.kind == "f" and type_of_target(Y) == "continuous":
+        fractional = (np.flatnonzero(np.isfinite(Y) & (Y != np.round(Y)))
+                      if Y.dtype.kind == "f" else [])  # (NaN: the label checks name it)
+        if len(fractional):
             raise ValueError(f"Unknown label type: continuous. {type(self).__name__} takes "
                              f"classes (integers, strings, ...), not real-valued targets such "
-                             f"as {Y[np.flatnonzero(Y != np.round(Y))[0]]!r}.")
+                             f"as {Y[fractional[0]]!r} (example {fractional[0]}).")
         classes = self._label_set(unique_labels(Y))
         self._check_classes(classes)
         self.classes_ = classes
