@@ -9,8 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: import names of distributions whose name differs
-IMPORT_NAMES = {"scikit-learn": "sklearn", "PyMaxflow": "maxflow", "distributed": "distributed",
-                "sklearn-crfsuite": "sklearn_crfsuite", "scikit-image": "skimage"}
+IMPORT_NAMES = {"scikit-learn": "sklearn", "PyMaxflow": "maxflow", "scikit-image": "skimage"}
 
 
 def declared():

@@ -33,8 +33,8 @@ import numpy as np
 from numba import njit
 
 from .labelings import GRAPH, label_loss, labeling_score
-from .maxflow import alpha_expansion, best_states, binary_cut_map
-from .mrf import icm
+from .maxflow import alpha_expansion, binary_cut_map
+from .mrf import best_states, icm
 from .python_oracle import python_graph_oracle
 from .trws import CERTIFIED, trws, trws_steps
 

@@ -15,10 +15,10 @@ as in ``marginals._graphcut`` (Kolmogorov & Zabih 2004): label 1 is the sink sid
 import numpy as np
 from numba import njit
 
-from .mrf import score
+from .mrf import best_states, score
 
-#: relative slack of the submodularity test (the one ``marginals._graphcut`` applies), so that
-#: tables on the cone's boundary are cut
+#: relative slack of the submodularity test (also ``marginals._graphcut``'s and ``GraphCRF``'s
+#: ``"auto"``), so that tables on the cone's boundary are cut
 SUBMODULAR_SLACK = 1e-9
 
 
@@ -279,17 +279,6 @@ def binary_cut_map(pot, layout, assign):
                    pot[o + 2], pot[o + 3])
     _cut_move(network, cap, delta, np.zeros(N, dtype=np.bool_), assign)
     return True
-
-
-@njit(cache=True, nogil=True)
-def best_states(pot, node_off, n_states, assign):
-    """Each node's highest-scoring state of its own potential (the first on ties)."""
-    for v in range(n_states.shape[0]):
-        best = 0
-        for s in range(1, n_states[v]):
-            if pot[node_off[v] + s] > pot[node_off[v] + best]:
-                best = s
-        assign[v] = best
 
 
 @njit(cache=True, nogil=True)

@@ -257,6 +257,17 @@ def _local_table(pot, i, xi_states, assign, node_off, edge_off, n_states, inc_pt
 
 
 @njit(cache=True, nogil=True)
+def best_states(pot, node_off, n_states, assign):
+    """Each node's highest-scoring state of its own potential (the first on ties)."""
+    for v in range(n_states.shape[0]):
+        best = 0
+        for s in range(1, n_states[v]):
+            if pot[node_off[v] + s] > pot[node_off[v] + best]:
+                best = s
+        assign[v] = best
+
+
+@njit(cache=True, nogil=True)
 def icm(pot, assign, node_off, edge_off, n_states, inc_ptr, inc_edge, inc_other, inc_first,
         max_sweeps):
     """Iterated conditional modes (Besag 1986; spec 004 §2.8), in place on ``assign``.

@@ -14,6 +14,8 @@ import numbers
 
 import numpy as np
 
+from .._kernels.maxflow import SUBMODULAR_SLACK
+
 __all__ = ["bmmf_topk", "graphcut_map", "graphcut_max_marginals", "project_submodular"]
 
 # a . vec(table) >= 0 is the submodularity condition on the 2x2 table [[p00, p01], [p10, p11]]
@@ -75,7 +77,7 @@ def _check_model(unary, edges, pairwise):
         raise ValueError("pairwise contains NaN or infinity.")
     margin = np.einsum("eij,ij->e", tables, _SUBMODULAR_NORMAL)
     # rounding slack, so that tables on the boundary (e.g. projected ones) are accepted
-    slack = 1e-9 * (1.0 + np.abs(tables).max(axis=(1, 2), initial=0.0))
+    slack = SUBMODULAR_SLACK * (1.0 + np.abs(tables).max(axis=(1, 2), initial=0.0))
     bad = np.flatnonzero(margin < -slack)
     if len(bad):
         raise ValueError(f"The pairwise table of edge {bad[0]} is not submodular: "

@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from .._kernels.graph_oracle import EXPANSION, GRAPH_CUT, ICM, TRWS
+from .._kernels.maxflow import SUBMODULAR_SLACK
 from .._kernels.smoothed import ENTROPY, L2, NONE
 from .._validation import check_temperature
 from ..marginals._graphcut import _check_count, _check_edges, bmmf_topk, graphcut_max_marginals
@@ -563,7 +564,7 @@ class GraphCRF(BaseEstimator):
         if self._cuts_first(example):
             tables = potentials[example.mrf.edge_offsets[0]:].reshape(-1, 2, 2)
             margin = tables[:, 0, 0] + tables[:, 1, 1] - tables[:, 0, 1] - tables[:, 1, 0]
-            if np.all(margin >= -1e-9 * (1.0 + np.abs(tables).max(initial=0.0))):
+            if np.all(margin >= -SUBMODULAR_SLACK * (1.0 + np.abs(tables).max(initial=0.0))):
                 return _GRAPH_CUT
         return self._example_oracle(example)
 
