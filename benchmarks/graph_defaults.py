@@ -2,7 +2,7 @@
 at its defaults on the snakes, per MAP oracle.
 
     python benchmarks/graph_defaults.py [--n 200] [--inference auto trws max_product]
-        [--max-iter PASSES] [--trws-tol TOL]
+        [--max-iter PASSES] [--bound-tol TOL]
 
 ``make_snakes`` (8x8 images, 10 segments, colour noise 0.3; 11 states): ``--n`` training images
 (seed 0), 100 test images (seed 2). For each ``inference`` one fit at the defaults (``alpha``,
@@ -28,8 +28,8 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--n", type=int, default=200)
 parser.add_argument("--inference", nargs="+", default=["auto"])
 parser.add_argument("--max-iter", type=int, default=None, help="passes (default: BCFW's)")
-parser.add_argument("--trws-tol", type=float, default=None,
-                    help="with 'trws': TRWSMAP(tol=...) (the checks' bound tolerance)")
+parser.add_argument("--bound-tol", type=float, default=None,
+                    help="with 'trws': TRWSMAP(bound_tol=...) (the checks' bound tolerance)")
 args = parser.parse_args()
 settings = {} if args.max_iter is None else dict(max_iter=args.max_iter)
 
@@ -40,7 +40,7 @@ print("| inference | wall s | CPU s | passes | gap / loss scale | certified | or
       "answered by the bound | integer programs | test accuracy |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 for inference in args.inference:
-    oracle = (TRWSMAP(tol=args.trws_tol) if inference == "trws" and args.trws_tol
+    oracle = (TRWSMAP(bound_tol=args.bound_tol) if inference == "trws" and args.bound_tol
               else inference)
     est = BCFWStructuredSVM(GraphCRF(edge_features=True, directed=True, inference=oracle),
                             random_state=0, **settings)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sklearn_ssvm import BCFWStructuredSVM, BMRMStructuredSVM, SmoothSSVMClassifier
-from sklearn_ssvm.marginals import ICMMAP
+from sklearn_ssvm.marginals import ICMMAP, TRWSMAP
 from sklearn_ssvm.structures import GraphCRF, MulticlassSVM, grid_graph
 
 EXACT = ["auto", "brute_force", "milp"]
@@ -387,7 +387,8 @@ def test_compiled_trws_is_the_python_oracle(directed):
     """BCFW's label space decodes TRW-S examples in compiled code: from the same (fresh)
     messages it returns the labelings and bounds of ``TRWSMAP`` called from Python on the
     structure's own potentials (parallel and reversed edges merged, undirected tables
-    symmetrised), values that score the labelings, bounds never below the enumerated maxima."""
+    symmetrised), values that score the labelings, bounds never below the enumerated maxima.
+    The checks stop at ``bound_tol``, here the Python calls' ``tol``."""
     from sklearn_ssvm.solvers.bcfw import DualState
     rng = np.random.default_rng(31)
     X = []
@@ -395,7 +396,8 @@ def test_compiled_trws_is_the_python_oracle(directed):
         features, edges = random_graph(rng, 7, 2, n_chords=3)
         X.append((features, edges, rng.normal(size=(len(edges), 2))))
     Y = [rng.integers(3, size=7) for _ in range(6)]
-    crf = GraphCRF(n_states=3, inference="trws", edge_features=True, directed=directed)
+    crf = GraphCRF(n_states=3, inference=TRWSMAP(bound_tol=1e-6), edge_features=True,
+                   directed=directed)
     graphs = crf.prepare(X, Y)
     problem = graphs.label_space()
     assert np.all(graphs.compiled_oracles.code == 1)
@@ -416,6 +418,29 @@ def test_compiled_trws_is_the_python_oracle(directed):
             assert values[i] >= scores[at] - 1e-9  # the bound where the labeling falls short
             assert bounds[i] >= scores.max() - 1e-9 and scores[at] <= bounds[i] + 1e-9
             assert gold[i] == pytest.approx(independent_score(crf, x, y, coef))
+
+
+def test_checks_bound_tolerance_loosens_the_bound_only():
+    """The checks' TRW-S stops at ``bound_tol``: from the same fresh messages a looser one stops
+    earlier, at a bound never below a tighter one's (TRW-S never raises its bound) nor below
+    the enumerated maximum."""
+    from sklearn_ssvm.solvers.bcfw import DualState
+    rng = np.random.default_rng(32)
+    X = [random_graph(rng, 8, 2, n_chords=6) for _ in range(6)]  # frustrated: not all tight
+    Y = [rng.integers(3, size=8) for _ in range(6)]
+    coef = 3.0 * rng.normal(size=GraphCRF(n_states=3).fit(X, Y).n_params)
+    bounds = {}
+    for bound_tol in (1e-2, 1e-6):
+        crf = GraphCRF(n_states=3, inference=TRWSMAP(bound_tol=bound_tol))
+        graphs = crf.prepare(X, Y)
+        problem = graphs.label_space()
+        state = DualState.at_labels(problem)
+        problem.run_oracle(coef, True, state.M, state.Q)
+        bounds[bound_tol] = graphs.compiled_oracles.bounds.copy()
+    maxima = [enumerated(crf, x, y, coef, True)[1].max() for x, y in zip(X, Y)]
+    assert np.all(bounds[1e-6] >= np.array(maxima) - 1e-9)
+    assert np.all(bounds[1e-2] >= bounds[1e-6] - 1e-12)
+    assert np.any(bounds[1e-2] > bounds[1e-6] + 1e-6)  # the tolerance is used
 
 
 @pytest.mark.parametrize("directed", [False, True])

@@ -90,8 +90,8 @@ def pack_graph_oracles(key, n_nodes, n_label_edges, codes, models, max_iter, ste
         ``PairwiseMRF.layout`` and, per label-space edge, the model edge its table adds to and
         whether transposed; None where it calls the Python oracle alone.
     max_iter, step_iter, tol : int, int, float
-        The compiled oracle's settings: TRW-S's (``TRWSMAP``: the iterations and bound
-        tolerance of a call that certifies, the iterations of a solver's step), or
+        The compiled oracle's settings: TRW-S's (``TRWSMAP``: the iterations and
+        ``bound_tol`` of a check's call, the iterations of a solver's step), or
         alpha-expansion's cycles or ICM's sweeps in ``max_iter``.
 
     Returns

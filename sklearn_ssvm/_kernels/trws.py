@@ -199,6 +199,14 @@ def _decode(theta, layout, logm, assign, hat):
         assign[s] = best
 
 
+@njit(cache=True, nogil=True)
+def _same(a, b):
+    for i in range(a.shape[0]):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
 #: relative slack within which a labeling's score meets the bound (rounding): a certified maximum
 CERTIFIED = 1e-9
 
@@ -217,6 +225,7 @@ def trws(theta, layout, logm, max_iter, tol, assign):
     node_off, edges, edge_off, n_states, inc_ptr, inc_edge, inc_other, inc_first = layout
     n_in, n_out, gamma, hat, new = _chains(layout)
     carry = np.empty((edges.shape[0], hat.shape[0]))
+    decoded = np.full(n_states.shape[0], -1, dtype=np.int64)
     trial = np.empty(n_states.shape[0], dtype=np.int64)
     value = -np.inf
     bound = np.inf
@@ -227,12 +236,16 @@ def trws(theta, layout, logm, max_iter, tol, assign):
         previous = bound
         bound = min(bound, chain_bound(theta, layout, logm, gamma, n_in, n_out, carry, hat))
         _decode(theta, layout, logm, trial, hat)
-        icm(theta, trial, node_off, edge_off, n_states, inc_ptr, inc_edge, inc_other,
-            inc_first, 10)
-        v = score(theta, trial, node_off, edges, edge_off, n_states)
-        if v > value:
-            value = v
-            assign[:] = trial
+        # the messages settle before the bound does: a labeling decoded again would give ICM's
+        # labeling of the last time, which ``value`` already holds
+        if not _same(trial, decoded):
+            decoded[:] = trial
+            icm(theta, trial, node_off, edge_off, n_states, inc_ptr, inc_edge, inc_other,
+                inc_first, 10)
+            v = score(theta, trial, node_off, edges, edge_off, n_states)
+            if v > value:
+                value = v
+                assign[:] = trial
         scale = 1.0 + abs(bound)
         if value >= bound - CERTIFIED * scale or previous - bound < tol * scale:
             break

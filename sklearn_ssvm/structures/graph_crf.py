@@ -600,7 +600,7 @@ class GraphCRF(BaseEstimator):
             code, settings = GRAPH_CUT, (0, 0, 0.0)
         elif type(oracle) is TRWSMAP:
             code = TRWS
-            settings = (int(oracle.max_iter), int(oracle.step_iter), float(oracle.tol))
+            settings = (int(oracle.max_iter), int(oracle.step_iter), float(oracle.bound_tol))
         elif type(oracle) is AlphaExpansionMAP:
             code, settings = EXPANSION, (int(oracle.max_cycles), 0, 0.0)
         elif type(oracle) is ICMMAP and not oracle.n_restarts:
