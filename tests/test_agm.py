@@ -12,7 +12,7 @@ from sklearn.svm import SVC
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF
 from sklearn_ssvm.datasets import make_chain_data
 from sklearn_ssvm.solvers.agm import (F1Primal, HingeDual, HingePrimal, agm, agm_elastic_net,
-                                      agm_solve, agm_structured, f1_loss_table, f1_max,
+                                      agm_solve, agm_structured, f1_max,
                                       f1_smoothed)
 from sklearn_ssvm.solvers.bmrm import bmrm_binary
 
@@ -101,24 +101,32 @@ def test_numerical_safety():
         assert res.converged and res.objective == pytest.approx(reference.objective, abs=2e-5)
 
 
+def f1_loss(labels, y):
+    """``1 - F1`` of each labeling (rows of ``labels``) against ``y``; 0 for the perfect
+    labeling of an all-negative sample."""
+    tp = np.sum((y > 0) & (labels > 0), axis=-1)
+    errors = np.sum((y > 0) != (labels > 0), axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(2 * tp + errors > 0, errors / (2 * tp + errors), 0.0)
+
+
 def brute_f1(scores, y, mu):
     """Everything of the smoothed F1 loss by enumerating the 2^n labelings."""
     n = y.shape[0]
-    table = f1_loss_table(int(np.sum(y > 0)), int(np.sum(y <= 0)))
     labels = np.array(list(itertools.product([-1.0, 1.0], repeat=n)))
-    fn = np.sum((y > 0) & (labels < 0), axis=1)
-    fp = np.sum((y <= 0) & (labels > 0), axis=1)
-    loss = table[fn, fp]
+    loss = f1_loss(labels, y)
     z = loss + (labels - y) @ scores / n
     p = np.exp(z / mu - logsumexp(z / mu))
     return dict(z=z, p=p, labels=labels, loss=loss, value=mu * logsumexp(z / mu))
 
 
-@pytest.mark.parametrize("n, seed", [(1, 0), (5, 1), (9, 2), (10, 3)])
-def test_f1_oracle_against_enumeration(n, seed):
+@pytest.mark.parametrize("n, seed, share", [(1, 0, 0.4), (5, 1, 0.4), (9, 2, 0.4),
+                                            (10, 3, 0.4), (6, 4, 0.0), (6, 5, 1.0)])
+def test_f1_oracle_against_enumeration(n, seed, share):
+    """The compiled F1 kernels against the 2^n labelings, with one class absent too."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3))
-    y = np.where(rng.random(n) < 0.4, 1.0, -1.0)
+    y = np.where(rng.random(n) < share, 1.0, -1.0)
     w = rng.normal(size=3)
     for mu in (0.05, 1.0):
         brute = brute_f1(X @ w, y, mu)
@@ -146,8 +154,7 @@ def test_f1_agm_certificate():
     res = agm(X, y, lam, loss="f1", tol=1e-4, max_iter=5000)
     assert res.converged
     labels = np.array(list(itertools.product([-1.0, 1.0], repeat=8)))
-    table = f1_loss_table(int(np.sum(y > 0)), int(np.sum(y <= 0)))
-    loss = table[np.sum((y > 0) & (labels < 0), axis=1), np.sum((y <= 0) & (labels > 0), axis=1)]
+    loss = f1_loss(labels, y)
     psi = (labels - y) @ X / 8
 
     def objective(w):  # the exact F1 structured hinge by enumeration

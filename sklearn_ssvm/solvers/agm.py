@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
+from .._kernels.f1 import f1_max_kernel, f1_smoothed_kernel
 from .._kernels.pragam import hinge_objective, project_q2_into
 from .._kernels.smoothed import ENTROPY
 from ..penalties import ElasticNet, as_penalty
@@ -381,46 +381,6 @@ class HingeDual(_Binary):
 # -- F1-score loss ---------------------------------------------------------------------------
 
 
-def f1_loss_table(n_pos, n_neg):
-    """``Delta(b, c) = (b + c) / (2 (n_pos - b) + b + c)``: ``1 - F1`` with ``b`` false
-    negatives and ``c`` false positives (spec 001 §1.3 row 3, erratum: the loss, not the
-    score), 0 for the perfect labeling of an all-negative sample."""
-    b = np.arange(n_pos + 1)[:, None]
-    c = np.arange(n_neg + 1)[None, :]
-    denominator = 2.0 * (n_pos - b) + b + c
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(denominator > 0, (b + c) / np.maximum(denominator, 1), 0.0)
-
-
-def _count_dp(keep):
-    """Log-space forward messages of one class (spec 001 Algorithm 5): each example keeps its
-    label with log-weight ``keep_k`` or flips it (one more error) with ``-keep_k``.
-
-    Returns ``F`` of shape (m + 1, m + 1): ``F[k, v]`` is the log of the total weight of the
-    first ``k`` examples' labelings with ``v`` flips."""
-    m = keep.shape[0]
-    F = np.full((m + 1, m + 1), -np.inf)
-    F[0, 0] = 0.0
-    for k in range(m):
-        F[k + 1, :k + 2] = np.logaddexp(np.append(F[k, :k + 1] + keep[k], -np.inf),
-                                        np.concatenate([[-np.inf], F[k, :k + 1] - keep[k]]))
-    return F
-
-
-def _flip_probabilities(keep, F, eta, log_z):
-    """``P(example k flips)`` from the forward messages and the backward recursion
-    ``xi_{k-1}(v) = logaddexp(keep_k + xi_k(v), -keep_k + xi_k(v + 1))``, ``xi_m = eta``
-    (spec 001 Algorithm 6, in log space): ``O(m^2)``."""
-    m = keep.shape[0]
-    xi = eta.copy()
-    flips = np.empty(m)
-    for k in range(m - 1, -1, -1):
-        v = np.arange(k + 1)
-        flips[k] = np.exp(logsumexp(F[k, :k + 1] - keep[k] + xi[v + 1]) - log_z)
-        xi = np.logaddexp(keep[k] + xi[:-1], -keep[k] + xi[1:])
-    return flips
-
-
 def f1_smoothed(scores, y, mu):
     """Entropy-smoothed F1 structured loss and its marginals (spec 001 §3.6).
 
@@ -428,37 +388,21 @@ def f1_smoothed(scores, y, mu):
     ``y'``, returns ``mu log sum_{y'} exp(z(y') / mu)`` (within ``[max z, max z + mu n log 2]``),
     the probabilities ``P(y'_i != y_i)`` under ``softmax(z / mu)``, and the expected loss, by
     the log-space dynamic programs over the numbers of false negatives and positives
-    (``O(n^2)`` time and memory).
+    (``O(n^2)`` time, compiled: ``_kernels/f1.py``).
     """
-    n = y.shape[0]
-    pos, neg = np.flatnonzero(y > 0), np.flatnonzero(y <= 0)
-    h = scores / (n * mu)
-    keep_pos, keep_neg = h[pos], -h[neg]
-    F_pos, F_neg = _count_dp(keep_pos), _count_dp(keep_neg)
-    delta = f1_loss_table(pos.size, neg.size)
-    # log-weight of (b false negatives, c false positives), the true labeling's score removed
-    joint = delta / mu + F_pos[-1][:, None] + F_neg[-1][None, :] - np.sum(y * h)
-    log_z = logsumexp(joint)
-    flips = np.empty(n)
-    flips[pos] = _flip_probabilities(keep_pos, F_pos,
-                                     logsumexp(joint - F_pos[-1][:, None], axis=1), log_z)
-    flips[neg] = _flip_probabilities(keep_neg, F_neg,
-                                     logsumexp(joint - F_neg[-1][None, :], axis=0), log_z)
-    expected_loss = float(np.sum(np.exp(joint - log_z) * delta))
-    return mu * log_z, flips, expected_loss
+    flips = np.empty(y.shape[0])
+    value, expected_loss = f1_smoothed_kernel(np.ascontiguousarray(scores, dtype=np.float64),
+                                              np.ascontiguousarray(y, dtype=np.float64),
+                                              float(mu), flips)
+    return value, flips, expected_loss
 
 
 def f1_max(scores, y):
     """``max_{y'} Delta(y', y) + (1/n) sum_i (y'_i - y_i) s_i``, the F1 structured hinge: for
     ``b`` false negatives the lowest-scored positives flip, for ``c`` false positives the
-    highest-scored negatives (Joachims 2005)."""
-    n = y.shape[0]
-    pos = np.sort(scores[y > 0])
-    neg = np.sort(scores[y <= 0])[::-1]
-    lose_pos = np.concatenate([[0.0], np.cumsum(-2.0 * pos)])
-    gain_neg = np.concatenate([[0.0], np.cumsum(2.0 * neg)])
-    table = f1_loss_table(pos.size, neg.size) + (lose_pos[:, None] + gain_neg[None, :]) / n
-    return float(table.max())
+    highest-scored negatives (Joachims 2005; compiled: ``_kernels/f1.py``)."""
+    return float(f1_max_kernel(np.ascontiguousarray(scores, dtype=np.float64),
+                               np.ascontiguousarray(y, dtype=np.float64)))
 
 
 class F1Primal:
