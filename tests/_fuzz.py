@@ -241,7 +241,8 @@ def run(name, n_cases, log):
         scale = 10.0 ** draw(st.integers(-3, 3))
         X, Y = make_data("binary" if kind == "flat" else kind, rng, n, d, k, lengths, scale)
         est = (PragamSVC(max_iter=50, solver=draw(st.sampled_from(
-            ["pragam", "agm-primal", "agm-dual"])), tol=1e-4) if kind == "flat"
+            ["pragam", "agm-primal", "agm-dual", "agm-ef1-primal", "agm-ef1-dual"])),
+            tol=1e-4) if kind == "flat"
             else STRUCTURED[name](STRUCTURES[kind]()))
         defects = draw(st.lists(st.sampled_from(DEFECTS), max_size=2, unique=True))
         after = []

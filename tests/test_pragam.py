@@ -234,9 +234,11 @@ def test_errors_and_failed_fit_keeps_the_fitted_state():
         PragamSVC(alpha=1e-4, max_iter=5).fit(X, y)
 
 
-@pytest.mark.parametrize("solver", ["agm-primal", "agm-dual"])
+@pytest.mark.parametrize("solver", ["agm-primal", "agm-dual", "agm-ef1-primal",
+                                    "agm-ef1-dual"])
 def test_agm_solvers_reach_the_pragam_objective(solver):
-    """PragamSVC's AGM solvers (spec 001) certify the same hinge optimum as PRAGAM."""
+    """PragamSVC's AGM solvers (spec 001, EF-inf and EF-1) certify the same hinge optimum as
+    PRAGAM."""
     X, y = problem(n=60, d=5)
     ref = PragamSVC(alpha=0.05, fit_intercept=False, tol=1e-9, max_iter=100_000).fit(X, y)
     clf = PragamSVC(alpha=0.05, fit_intercept=False, solver=solver, tol=1e-7,

@@ -465,20 +465,33 @@ def test_estimator_warms_up_from_zero_only():
     assert cold.n_oracle_calls_ == 3 * 2 * 20
 
 
-def test_agm_solver_certifies_the_bcfw_optimum():
-    """solver='agm' (spec 001 on the entropy-smoothed structured objective) brackets the BCFW
-    optimum with its certified gap."""
+@pytest.mark.parametrize("solver", ["agm", "agm-ef1"])
+def test_agm_solver_certifies_the_bcfw_optimum(solver):
+    """The AGM solvers (spec 001 on the entropy-smoothed structured objective; EF-inf and
+    EF-1) bracket the BCFW optimum with their certified gaps."""
     rng = np.random.default_rng(15)
     X, Y = chain_data(rng, n=20)
     bcfw = BCFWStructuredSVM(ChainCRF(), alpha=0.1, max_iter=2000, tol=1e-8,
                              random_state=0).fit(X, Y)
-    est = SmoothSSVMClassifier(ChainCRF(), alpha=0.1, solver="agm", smoothing="entropy",
+    est = SmoothSSVMClassifier(ChainCRF(), alpha=0.1, solver=solver, smoothing="entropy",
                                top_k=None, mu=0.01, max_iter=300, tol=0.05).fit(X, Y)
     assert est.objective(X, Y) == pytest.approx(est.objective_)
     assert est.objective_ - est.duality_gap_ <= bcfw.primal_objective_ + 1e-9
     assert est.objective_ >= bcfw.primal_objective_ - bcfw.duality_gap_ - 1e-9
-    with pytest.raises(ValueError, match="entropy"):
-        SmoothSSVMClassifier(ChainCRF(), solver="agm").fit(X, Y)
+    assert est.duality_gap_ <= 0.05 * est.loss_scale_
+    with pytest.raises(ValueError, match=f"solver='{solver}' needs smoothing='entropy'"):
+        SmoothSSVMClassifier(ChainCRF(), solver=solver).fit(X, Y)
+
+
+def test_agm_ef1_is_its_own_method():
+    """solver='agm-ef1' runs AGM-EF-1, not EF-inf under another name: same certified optimum,
+    other iterates."""
+    rng = np.random.default_rng(15)
+    X, Y = chain_data(rng, n=20)
+    runs = [SmoothSSVMClassifier(ChainCRF(), alpha=0.1, solver=solver, smoothing="entropy",
+                                 top_k=None, mu=0.01, max_iter=20, tol=0.0).fit(X, Y)
+            for solver in ("agm", "agm-ef1")]
+    assert runs[0].history_[-1]["objective"] != runs[1].history_[-1]["objective"]
 
 
 def test_partial_fit_is_invariant_to_the_chunking_and_learns():

@@ -58,9 +58,11 @@ class PragamSVC(ClassifierMixin, BaseEstimator):
     fit_intercept : bool, default=True
         Fit an unregularised bias (Pragam-b); its optimum for the final ``w`` is exact
         (spec 003 §2.6).
-    solver : {"pragam", "agm-primal", "agm-dual"}, default="pragam"
+    solver : {"pragam", "agm-primal", "agm-dual", "agm-ef1-primal", "agm-ef1-dual"}, \
+            default="pragam"
         ``"agm-*"``: the accelerated gradient methods of spec 001 in the primal (smoothed hinge)
-        or the dual, from :mod:`sklearn_ssvm.solvers.agm`.
+        or the dual, from :mod:`sklearn_ssvm.solvers.agm`: AGM-EF-inf, whose model aggregates
+        every linearisation, or with ``ef1`` AGM-EF-1, the last one alone (Algorithm 4).
     loss : {"hinge", "f1"}, default="hinge"
         ``"f1"`` (the multivariate F1-score loss of spec 001) needs an ``"agm-*"`` solver.
     tol : float, default=1e-6
@@ -111,7 +113,8 @@ class PragamSVC(ClassifierMixin, BaseEstimator):
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
-        "solver": [Options({"pragam", "agm-primal", "agm-dual"})],
+        "solver": [Options({"pragam", "agm-primal", "agm-dual", "agm-ef1-primal",
+                            "agm-ef1-dual"})],
         "loss": [Options({"hinge", "f1"})],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -211,9 +214,10 @@ class PragamSVC(ClassifierMixin, BaseEstimator):
             return lambda X, y, init: pragam(
                 X, y, alpha, fit_intercept=self.fit_intercept, tol=self.tol,
                 max_iter=self.max_iter, verbose=self.verbose, init=init)
-        formulation = self.solver.split("-", 1)[1]
+        formulation = self.solver.rsplit("-", 1)[1]
+        memory = "1" if self.solver.startswith("agm-ef1") else "inf"
         return lambda X, y, init: agm(
-            X, y, alpha, formulation=formulation, loss=self.loss,
+            X, y, alpha, formulation=formulation, loss=self.loss, memory=memory,
             fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
             verbose=self.verbose)
 

@@ -71,7 +71,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
     - ``"agm"``: batch accelerated gradient (Zhang et al. 2011, AGM-EF-inf) with adaptive
       Lipschitz estimates on the entropy-smoothed objective at constant ``mu`` (needs
       ``smoothing="entropy"``, ``top_k=None``); one full gradient per iteration, ``max_iter``
-      iterations.
+      iterations. ``"agm-ef1"``: the same with AGM-EF-1's model, the last linearisation
+      alone (spec 001 Algorithm 4) instead of their running aggregate.
 
     Every epoch logs the non-smooth objective and, for the SVRG solvers, a certified duality
     gap: the smoothing weights of the epoch's full gradient are a feasible dual point, so
@@ -109,9 +110,10 @@ class SmoothSSVMClassifier(StructuredEstimator):
     mu_schedule : {"expo", "const", "linear"}, default="expo"
         ``mu_k``: ``mu (1 - sqrt(q)/2)^{k/2}`` with ``q = alpha/(alpha+kappa)`` (Cor. 18),
         constant, or ``mu/k`` (Cor. 20). Used by ``"casimir-svrg"``.
-    solver : {"casimir-svrg", "svrg", "sgd", "agm"}, default="casimir-svrg"
+    solver : {"casimir-svrg", "svrg", "sgd", "agm", "agm-ef1"}, default="casimir-svrg"
         The training algorithm: Casimir-SVRG (Catalyst around SVRG), SVRG at a constant
-        ``mu``, stochastic (sub)gradient, or the batch accelerated gradient method.
+        ``mu``, stochastic (sub)gradient, or the batch accelerated gradient method
+        (AGM-EF-inf or AGM-EF-1).
     kappa : float or None, default=None
         Catalyst's proximal weight (``None``: ``alpha``).
     learning_rate : float or None, default=None
@@ -179,7 +181,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         As in :class:`BCFWStructuredSVM`.
     warm_start : bool, default=False
         Start from the previous fit's ``coef_`` (data with the same features and labels; not
-        with ``solver="agm"``).
+        with the AGM solvers).
     n_jobs : int or None, default=None
         As in :class:`BCFWStructuredSVM`: threads of the batched oracle passes (numba).
 
@@ -234,7 +236,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         "top_k": [Interval(Integral, 1, None, closed="left"), None],
         "mu": [Interval(Real, 0, None, closed="left")],
         "mu_schedule": [Options({"expo", "const", "linear"})],
-        "solver": [Options({"casimir-svrg", "svrg", "sgd", "agm"})],
+        "solver": [Options({"casimir-svrg", "svrg", "sgd", "agm", "agm-ef1"})],
         "kappa": [Interval(Real, 0, None, closed="neither"), None],
         "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
         "warm_start_rule": [Options({"prox-center", "extrapolation", "prev-iterate"})],
@@ -282,7 +284,11 @@ class SmoothSSVMClassifier(StructuredEstimator):
 
     def _stochastic(self):
         """Whether the fit runs SGD, SVRG or Casimir-SVRG on linear scores."""
-        return self.feature_map is None and self.solver != "agm"
+        return self.feature_map is None and not self._agm()
+
+    def _agm(self):
+        """Whether the fit runs AGM (``"agm"``: EF-inf, ``"agm-ef1"``: EF-1)."""
+        return self.solver in ("agm", "agm-ef1")
 
     def _solver(self, problem, loss_scale):
         """The solver of the fit, but for what ``_solve`` decides (the smoothing, the learning
@@ -292,8 +298,9 @@ class SmoothSSVMClassifier(StructuredEstimator):
             inner_tol = None if self.inner_tol is None else self.inner_tol * loss_scale
             return ProxLinear(feature_map=self.feature_map, eta=self.eta,
                               inner_iter=self.inner_iter, inner_tol=inner_tol, **common)
-        if self.solver == "agm":
-            return AGM(mu=self.mu * loss_scale, tol=self.tol * loss_scale, **common)
+        if self._agm():
+            return AGM(mu=self.mu * loss_scale, tol=self.tol * loss_scale,
+                       memory="1" if self.solver == "agm-ef1" else "inf", **common)
         if self.solver == "sgd":  # no certificate to stop on
             return Stochastic(method="sgd", **common)
         if self.solver == "svrg":
@@ -432,7 +439,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
                              "'svrg' or 'sgd') and linear scores (no feature_map).")
         if self.feature_map is not None:
             fitted = self._solve_nonlinear(solver, problem, alpha, previous, callback, loss_scale)
-        elif self.solver == "agm":
+        elif self._agm():
             fitted = self._solve_agm(solver, problem, self._penalty(alpha), previous)
         else:
             fitted = self._solve_stochastic(solver, problem, self._penalty(alpha), previous,
@@ -501,8 +508,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
 
     def _solve_agm(self, solver, problem, penalty, previous):
         if self.smoothing != "entropy" or previous is not None:
-            raise ValueError("solver='agm' needs smoothing='entropy' (with top_k=None) and no "
-                             "warm start.")
+            raise ValueError(f"solver={self.solver!r} needs smoothing='entropy' (with "
+                             "top_k=None) and no warm start.")
         smoothing_code(self.smoothing, self.top_k, problem.kind)  # validates top_k and kind
         result = solver.solve(problem, penalty)
         return self._fitted(result, learning_rate_=np.nan,

@@ -103,7 +103,8 @@ SOLVERS = {
         certificate="the SSVM objective's gap, from the smoothed duals (stalls above tol)",
         warm_start=True, path="grid (warm: coefficients, learning rate)"),
     "agm": Capabilities(
-        name="SmoothSSVMClassifier(solver='agm')", options=("elastic_net", "sample_weight"),
+        name="SmoothSSVMClassifier(solver='agm' or 'agm-ef1')",
+        options=("elastic_net", "sample_weight"),
         penalties="any",
         refused={("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES,
                  ("compiled", "sample_weight"): "its batched entropy oracle weighs every "
