@@ -2,13 +2,16 @@
 
     python benchmarks/binary_svm.py [--data a9a|synthetic|both] [--small] [--budget 60]
                                     [--plot iterations.png] [--solvers pragam,bmrm-ls,...]
+                                    [--a9a-lambdas 17,20,23]
 
 Problem (spec 003 eq. (20) without bias, the paper's "Pragam" setting):
 ``J(w) = lambda/2 ||w||^2 + (1/n) sum_i [1 - y_i <x_i, w>]_+``, with ``lambda = 2^-18`` on a9a
-(spec 003 Appendix D, "adult9") and ``lambda = 1e-5`` on a sparse synthetic problem
+(spec 003 Appendix D, "adult9"; ``--a9a-lambdas 17,20,23`` for ``2^-17``, ``2^-20``,
+``2^-23``) and ``lambda = 1e-5`` on a sparse synthetic problem
 (100,000 x 10,000, 20 non-zeros per row; ``--small``: 10,000 x 2,000).
 
-Solvers: PRAGAM (``solvers.pragam``), AGM (``solvers.agm``), qp-/ls-BMRM
+Solvers: PRAGAM (``solvers.pragam``, with its adaptive Lipschitz estimate and, as
+``pragam-fixed``, with the worst-case constant), AGM (``solvers.agm``), qp-/ls-BMRM
 (``solvers.bmrm``), scikit-learn's ``LinearSVC`` (liblinear dual coordinate
 descent, hinge, ``C = 1/(lambda n)``, ``fit_intercept=False``) and ``SGDClassifier`` (hinge,
 ``alpha = lambda``: the same objective). Iterative solvers of this package run once with a CPU
@@ -49,10 +52,10 @@ def csr32(X):
                          shape=X.shape)
 
 
-def load_a9a():
+def load_a9a(exponent=18):
     Xtr, ytr, Xte, yte = load_svmlight_files([str(DATA / "a9a.gz"), str(DATA / "a9a.t.gz")],
                                              n_features=123)
-    return csr32(Xtr), ytr, csr32(Xte), yte, 2.0 ** -18
+    return csr32(Xtr), ytr, csr32(Xte), yte, 2.0 ** -exponent
 
 
 def make_synthetic(small, seed=0):
@@ -101,13 +104,16 @@ def probe_iterations(run, budget, probe=20, cap=None):
     return min(max(probe, int(budget / per_iter)), cap or np.inf)
 
 
-def trace_pragam(X, y, lam, budget):
-    def run(k):
-        return pragam(X, y, lam, fit_intercept=False, tol=0.0, max_iter=k)
-    res = run(probe_iterations(run, budget))
-    h = res.history
-    return dict(cpu=h["cpu_time"], J=h["objective"], w=res.coef,
-                lower=float(np.nanmax(h["dual_objective"])))
+def trace_pragam(adaptive):
+    def trace(X, y, lam, budget):
+        def run(k):
+            return pragam(X, y, lam, fit_intercept=False, tol=0.0, max_iter=k,
+                          adaptive=adaptive)
+        res = run(probe_iterations(run, budget))
+        h = res.history
+        return dict(cpu=h["cpu_time"], J=h["objective"], w=res.coef,
+                    lower=float(np.nanmax(h["dual_objective"])))
+    return trace
 
 
 def trace_bmrm(variant):
@@ -164,7 +170,8 @@ def sgd(lam, n, k):
 
 
 SOLVERS = {
-    "pragam": trace_pragam,
+    "pragam": trace_pragam(True),
+    "pragam-fixed": trace_pragam(False),
     "agm-primal": trace_agm("primal"),
     "agm-dual": trace_agm("dual"),
     "bmrm-qp": trace_bmrm("qp"),
@@ -173,7 +180,7 @@ SOLVERS = {
     "sgd": trace_refits(sgd),
 }
 #: solvers whose points are iterations of one run (plotted against the iteration count)
-ITERATIVE = ("pragam", "agm-primal", "agm-dual", "bmrm-qp", "bmrm-ls")
+ITERATIVE = ("pragam", "pragam-fixed", "agm-primal", "agm-dual", "bmrm-qp", "bmrm-ls")
 
 
 def run_dataset(name, data, solvers, budget):
@@ -252,6 +259,8 @@ def main():
                         help="CPU seconds per solver and data set")
     parser.add_argument("--solvers", default=",".join(SOLVERS))
     parser.add_argument("--plot", default=None, help="path of the iterations plot (png)")
+    parser.add_argument("--a9a-lambdas", default="18",
+                        help="exponents e of lambda = 2^-e on a9a, comma-separated")
     args = parser.parse_args()
     # one thread each (liblinear and SGD have one): CPU seconds compare, and no BLAS helper
     # thread spins through the CPU time of the vector operations (our kernels run on one
@@ -260,7 +269,9 @@ def main():
     solvers = args.solvers.split(",")
     results = {}
     if args.data in ("a9a", "both"):
-        results["a9a"] = run_dataset("a9a", load_a9a(), solvers, args.budget)
+        for e in args.a9a_lambdas.split(","):
+            results[f"a9a 2^-{e}"] = run_dataset(f"a9a, lambda 2^-{e}", load_a9a(int(e)),
+                                                 solvers, args.budget)
     if args.data in ("synthetic", "both"):
         results["synthetic"] = run_dataset("synthetic", make_synthetic(args.small), solvers,
                                            args.budget)

@@ -2,10 +2,11 @@
 that a crash or a hang takes down a child process, not the test session (``test_fuzz.py``).
 
 Hypothesis draws each case: a structure (chain, multiclass, binary, multi-label, candidate
-sets; ``PragamSVC`` takes flat data), small data, then any number of defects (NaN, inf, huge or
-tiny scales, dtypes, sparse formats, 3-D arrays, ragged or missing features, empty data, label
+sets, graphs; ``PragamSVC`` takes flat data), small data, then any number of defects (NaN, inf,
+huge or tiny scales, dtypes, sparse formats, 3-D arrays, ragged or missing features, empty data, label
 types, one class, unseen labels, length mismatches, bad parameters (infinite, complex, None,
-of the wrong type), warm refits on changed data, None or a scalar for ``X`` or ``Y``). A case
+of the wrong type), warm refits on changed data, None or a scalar for ``X`` or ``Y``, graphs'
+edges out of range, negative, NaN, fractional, self-loops or of the wrong shape). A case
 passes when the fit succeeds with finite ``coef_``, gap, predictions and score, or raises a
 ``ValueError``/``TypeError`` from the library's or scikit-learn's validation (not from numpy,
 numba or a kernel). The summary goes to stdout as JSON; the case being run is
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 
 from sklearn_ssvm import (BCFWStructuredSVM, BinarySVM, BMRMStructuredSVM, CandidateSet,
                           ChainCRF, MulticlassSVM, MultiLabel, PragamSVC, SmoothSSVMClassifier)
+from sklearn_ssvm.structures import BinaryGraphCRF, GraphCRF
 
 STRUCTURED = {
     "bcfw": lambda s: BCFWStructuredSVM(s, max_iter=4, gap_check=2, random_state=0),
@@ -33,7 +35,10 @@ STRUCTURED = {
     "bmrm": lambda s: BMRMStructuredSVM(s, max_iter=8),
 }
 STRUCTURES = {"chain": ChainCRF, "multiclass": MulticlassSVM, "binary": BinarySVM,
-              "multilabel": MultiLabel, "candidates": CandidateSet}
+              "multilabel": MultiLabel, "candidates": CandidateSet, "graph": GraphCRF,
+              "edge-graph": lambda: GraphCRF(edge_features=True, directed=True),
+              "binary-graph": BinaryGraphCRF}
+GRAPHS = ("graph", "edge-graph", "binary-graph")
 #: (parameter, bad values) per estimator family
 BAD_PARAMS = {
     "structured": [("alpha", [0.0, -1.0, np.nan, np.inf, -np.inf, 1e-2 + 1j, "big", [1e-3]]),
@@ -49,7 +54,10 @@ DEFECTS = ["nan", "inf", "huge", "tiny", "int", "bool", "float32", "complex", "o
            "sparse", "3d", "ragged", "no features", "empty", "empty example", "label types",
            "none label", "nan label", "one class", "unseen labels", "length mismatch",
            "bad param", "warm refit", "wrong features at predict", "none X", "scalar X",
-           "none Y", "scalar Y"]
+           "none Y", "scalar Y", "bad edges"]
+#: what "bad edges" puts in a graph's edge array
+BAD_EDGES = ["out of range", "negative", "nan", "fractional", "self-loop", "three columns",
+             "flat", "none", "edge features rows"]
 #: where a clear error may be raised: our own code outside the kernels, scikit-learn's checks
 CLEAR_SOURCES = ("sklearn_ssvm/", "sklearn/utils/validation.py",
                  "sklearn/utils/_param_validation.py", "sklearn/utils/multiclass.py",
@@ -61,6 +69,17 @@ def make_data(kind, rng, n, d, k, lengths, scale):
     if kind == "chain":
         X = [rng.normal(size=(t, d)) * scale for t in lengths]
         Y = [rng.integers(0, k, t) for t in lengths]
+    elif kind in GRAPHS:
+        X, Y = [], []
+        for t in lengths:
+            pairs = [(u, v) for u in range(t) for v in range(u + 1, t)]
+            edges = np.array([pairs[j] for j in rng.permutation(len(pairs))[:rng.integers(
+                len(pairs) + 1)]], dtype=np.int64).reshape(-1, 2)
+            x = (rng.normal(size=(t, d)) * scale, edges)
+            if kind == "edge-graph":
+                x += (rng.normal(size=(len(edges), 2)),)
+            X.append(x)
+            Y.append(rng.integers(0, 2 if kind == "binary-graph" else k, t))
     elif kind == "candidates":
         X = [rng.normal(size=(max(t, 1), d)) * scale for t in lengths]
         Y = []
@@ -78,7 +97,47 @@ def make_data(kind, rng, n, d, k, lengths, scale):
 
 
 def per_example(X, fn):
-    return [fn(x) for x in X] if isinstance(X, list) else fn(X)
+    """``fn`` on every example's features (a graph's node features, its edges kept)."""
+    def features(x):
+        return (fn(x[0]),) + tuple(x[1:]) if isinstance(x, tuple) else fn(x)
+    return [features(x) for x in X] if isinstance(X, list) else fn(X)
+
+
+def shorten(x, keep=-1):
+    """Example ``x`` cut to its first nodes (``x[:keep]``); a graph keeps the edges among
+    them."""
+    if not isinstance(x, tuple):
+        return x[:keep]
+    t = len(np.arange(np.shape(x[0])[0])[:keep])
+    inside = np.all(np.asarray(x[1]) < t, axis=1)
+    return (x[0][:keep], np.asarray(x[1])[inside]) + tuple(np.asarray(z)[inside]
+                                                           for z in x[2:])
+
+
+def spoil_edges(x, how):
+    """Graph example ``x`` with its edges spoiled ``how`` (:data:`BAD_EDGES`)."""
+    features, edges = x[0], np.asarray(x[1])
+    t = np.shape(features)[0]
+    if how == "out of range":
+        edges = np.vstack([edges, [[0, t + 3]]])
+    elif how == "negative":
+        edges = np.vstack([edges, [[-1, 0]]])
+    elif how == "nan":
+        edges = np.vstack([edges.astype(float), [[np.nan, 0.0]]])
+    elif how == "fractional":
+        edges = np.vstack([edges.astype(float), [[0.5, 0.0]]])
+    elif how == "self-loop":
+        edges = np.vstack([edges, [[0, 0]]])
+    elif how == "three columns":
+        edges = np.hstack([edges, np.zeros((len(edges), 1), dtype=edges.dtype)])
+    elif how == "flat":
+        edges = edges.ravel()
+    elif how == "none":
+        edges = None
+    else:  # one edge-feature row too many
+        return x[:2] + (np.vstack([x[2], np.ones((1, np.shape(x[2])[1]))]),) if len(x) > 2 \
+            else x
+    return (features, edges) + tuple(x[2:])
 
 
 def relabel(Y, fn):
@@ -116,14 +175,14 @@ def apply_defect(defect, kind, X, Y, est, draw, rng):
         X = per_example(X, lambda x: np.asarray(x)[..., None])
     elif defect == "ragged" and isinstance(X, list) and len(X) > 1:
         X = list(X)
-        X[-1] = np.hstack([X[-1], np.ones((X[-1].shape[0], 1))])
+        X[-1:] = per_example(X[-1:], lambda x: np.hstack([x, np.ones((x.shape[0], 1))]))
     elif defect == "no features":
         X = per_example(X, lambda x: np.zeros((np.shape(x)[0], 0)))
     elif defect == "empty":
         X, Y = X[:0], Y[:0]
-    elif defect == "empty example" and isinstance(X, list) and X:
+    elif defect == "empty example" and isinstance(X, list) and X and len(Y):
         X, Y = list(X), list(Y)
-        X[0], Y[0] = X[0][:0], Y[0][:0]
+        X[0], Y[0] = shorten(X[0], 0), Y[0][:0]
     elif defect == "label types" and kind != "candidates":
         style = draw(st.sampled_from(["str", "float", "mixed", "negative", "bool", "tuple"]))
         fn = {"str": lambda v: f"L{v}", "float": lambda v: v + 0.5,
@@ -146,6 +205,10 @@ def apply_defect(defect, kind, X, Y, est, draw, rng):
         X = None if defect == "none X" else draw(st.sampled_from([0.5, 3, "x", np.float64(2)]))
     elif defect in ("none Y", "scalar Y"):
         Y = None if defect == "none Y" else draw(st.sampled_from([1, 0.5, "a"]))
+    elif defect == "bad edges" and kind in GRAPHS and isinstance(X, list) and X \
+            and isinstance(X[0], tuple):
+        X = list(X)
+        X[0] = spoil_edges(X[0], draw(st.sampled_from(BAD_EDGES)))
     elif defect == "bad param":
         family = "pragam" if isinstance(est, PragamSVC) else "structured"
         name, values = draw(st.sampled_from(BAD_PARAMS[family]))
@@ -158,7 +221,7 @@ def apply_defect(defect, kind, X, Y, est, draw, rng):
                              else np.asarray(y))
         elif change == "lengths" and isinstance(X, list) and X:
             X2, Y2 = list(X), list(Y)
-            X2[0], Y2[0] = X2[0][:-1], Y2[0][:-1]
+            X2[0], Y2[0] = shorten(X2[0]), Y2[0][:-1]
         elif change == "features":
             X2 = per_example(X, lambda x: np.hstack([x, np.ones((np.shape(x)[0], 1))]))
         else:
@@ -218,7 +281,9 @@ def is_clear(exc):
 
 def describe(kind, defects, X, Y, est):
     def shape(v):
-        return [np.shape(x) for x in v[:3]] if isinstance(v, list) else np.shape(v)
+        def one(x):
+            return tuple(one(z) for z in x) if isinstance(x, tuple) else np.shape(x)
+        return [one(x) for x in v[:3]] if isinstance(v, list) else np.shape(v)
     return (f"{kind} {defects} X {type(X).__name__} {shape(X)} Y {shape(Y)} "
             f"{type(est).__name__}({est.get_params(deep=False).get('structure', '')!r})")
 
@@ -245,6 +310,8 @@ def run(name, n_cases, log):
             tol=1e-4) if kind == "flat"
             else STRUCTURED[name](STRUCTURES[kind]()))
         defects = draw(st.lists(st.sampled_from(DEFECTS), max_size=2, unique=True))
+        if kind in GRAPHS and "bad edges" not in defects and draw(st.booleans()):
+            defects.append("bad edges")  # half the graphs: each variant drawn often enough
         after = []
         applied = []
         for defect in defects:

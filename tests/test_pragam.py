@@ -247,19 +247,22 @@ def test_agm_solvers_reach_the_pragam_objective(solver):
     assert clf.objective_ >= ref.objective_ - ref.duality_gap_ - 1e-12
 
 
+@pytest.mark.parametrize("adaptive", [False, True])
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("alpha", [1e-1, 1e-3])
-def test_excessive_gap_invariant_every_iteration(sparse, alpha):
-    """Spec 003 §5.2 item 2: with a_{-1} = 0 and mu_k = 4 L / ((k+1)(k+2)), the smoothed
-    primal never exceeds the dual, J_{mu_k}(w_k) <= D(a_k) (no bias; the iterates after k
-    iterations are those of a run with max_iter = k)."""
+def test_excessive_gap_invariant_every_iteration(sparse, alpha, adaptive):
+    """Spec 003 §5.2 item 2: with a_{-1} = 0 and mu_k = 4 L / ((k+1)(k+2)), or the adaptive
+    steps' mu_k, the smoothed primal never exceeds the dual, J_{mu_k}(w_k) <= D(a_k) (no
+    bias; the iterates after k iterations are those of a run with max_iter = k)."""
     X, y = problem(sparse=sparse)
     n = X.shape[0]
     L = sigma_max_sq(X) / alpha
     for k in range(25):
-        res = pragam(X, y, alpha, tol=0.0, max_iter=k, lipschitz=L)
+        res = pragam(X, y, alpha, tol=0.0, max_iter=k, lipschitz=L, adaptive=adaptive)
         w, a = res.coef, res.dual_coef
-        mu = 4.0 * L / ((k + 1) * (k + 2))
+        mu = 2.0 * n * res.history["bound"][-1]  # the bound is mu_k D2, D2 = 1 / (2 n)
+        if not adaptive:
+            assert mu == pytest.approx(4.0 * L / ((k + 1) * (k + 2)), rel=1e-12)
         t = 1.0 - y * (X @ w)
         best = np.clip(t / mu, 0.0, 1.0 / n)  # argmax over [0, 1/n]^n of <a, t> - mu/2 ||a||^2
         smoothed = 0.5 * alpha * w @ w + best @ t - 0.5 * mu * best @ best

@@ -14,8 +14,10 @@ from numba import njit
 from .projection import project_svm_into
 
 #: columns of the history rows written by :func:`pragam_chunk`
-PRIMAL, DUAL, GAP = 0, 1, 2
-N_HIST = 3
+PRIMAL, DUAL, GAP, MU = 0, 1, 2, 3
+N_HIST = 4
+#: factors on the adaptive Lipschitz estimate: after a rejected step, after an accepted one
+ADAPT_UP, ADAPT_DOWN = 2.0, 1.2
 
 
 @njit(cache=True, nogil=True)
@@ -160,14 +162,25 @@ def pragam_start(dense, indptr, indices, data, y, alpha, L, center, fit_intercep
 
 @njit(cache=True, nogil=True)
 def pragam_chunk(dense, indptr, indices, data, y, alpha, L, center, fit_intercept, tol, k0, k1,
-                 max_iter, gap_every, w, u, a, hist):
+                 max_iter, gap_every, adaptive, state, w, u, a, hist):
     """Evaluate iterations ``k0..k1`` of Algorithm 1 and step after each; state in place.
 
     The state is ``(w_k, u_k = X w_k, a_k)``; ``u`` is maintained by linearity so the primal
-    ``J(w_k)`` costs ``O(n)`` (spec 003 §2.4 bookkeeping). ``mu_k = 4L/((k+1)(k+2))`` is the
-    closed form of ``mu_0 = 2L``, ``mu_{k+1} = (1 - tau_k) mu_k``. Row ``k - k0`` of ``hist``
-    receives ``J(w_k)``, ``D(a_k)`` and the gap (NaN where the dual was not evaluated: every
-    ``gap_every`` iterations and at ``max_iter``).
+    ``J(w_k)`` costs ``O(n)`` (spec 003 §2.4 bookkeeping). Row ``k - k0`` of ``hist``
+    receives ``J(w_k)``, ``D(a_k)``, the gap (NaN where the dual was not evaluated: every
+    ``gap_every`` iterations and at ``max_iter``) and ``mu_k``.
+
+    Without ``adaptive``, ``mu_k = 4L/((k+1)(k+2))`` and ``tau_k = 2/(k+3)``, the closed form
+    of ``mu_0 = 2L``, ``mu_{k+1} = (1 - tau_k) mu_k``. With it, ``state = [L_k, mu_k]`` carries
+    an estimate ``L_k <= L`` of the dual gradient's Lipschitz constant along the steps and the
+    smoothing: each step takes the largest ``tau`` with ``L_k tau^2 <= (1 - tau) mu_k`` (the
+    condition under which the step keeps the excessive gap ``J_mu(w) <= D(a)``, met with
+    equality by the closed form at ``L``) and is accepted when its gradient step obeys the
+    descent inequality at ``L_k``, ``lambda ||w(v) - w(beta)||^2 <= L_k ||v - beta||^2`` (``D``
+    is quadratic: the inequality is exact); otherwise ``L_k`` grows by ``ADAPT_UP``, up to
+    ``L``, where it always holds. Each accepted step divides ``L_k`` by ``ADAPT_DOWN`` (spec
+    001's adaptive rule, §2.4). The step's ``w(v)`` is the next iteration's dual weights, so
+    an accepted step costs the products of a fixed one.
 
     Returns
     -------
@@ -182,14 +195,18 @@ def pragam_chunk(dense, indptr, indices, data, y, alpha, L, center, fit_intercep
     upper = 1.0 / n
     r, v, a_mu, beta, z = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     p, q, s = np.empty(n), np.empty(n), np.empty(n)
-    w_beta, w_a = np.empty(d), np.empty(d)
+    a_new = np.empty(n)
+    w_beta, w_a, w_new = np.empty(d), np.empty(d), np.empty(d)
+    known = False  # whether w_a holds w(a_k), from the last accepted adaptive step
     intercept = 0.0
     for k in range(k0, k1 + 1):
+        mu = state[1] if adaptive else 4.0 * L / ((k + 1) * (k + 2))
         primal, intercept = hinge_objective(u, y, np.dot(w, w), alpha, fit_intercept, r)
         row = hist[k - k0]
-        row[PRIMAL], row[DUAL], row[GAP] = primal, np.nan, np.nan
+        row[PRIMAL], row[DUAL], row[GAP], row[MU] = primal, np.nan, np.nan, mu
         if k % gap_every == 0 or k == max_iter:
-            _dual_weights_into(dense, indptr, indices, data, y, a, alpha, r, w_a)
+            if not known:
+                _dual_weights_into(dense, indptr, indices, data, y, a, alpha, r, w_a)
             row[DUAL] = np.sum(a) - 0.5 * alpha * np.dot(w_a, w_a)
             row[GAP] = primal - row[DUAL]
             if row[GAP] <= tol:
@@ -197,19 +214,42 @@ def pragam_chunk(dense, indptr, indices, data, y, alpha, L, center, fit_intercep
         if k == max_iter:
             return k, 2, intercept
         # steps 3-4
-        tau = 2.0 / (k + 3)
-        mu = 4.0 * L / ((k + 1) * (k + 2))
         for i in range(n):
             v[i] = center[i] + (1.0 - y[i] * u[i]) / mu
         project_q2_into(v, y, upper, fit_intercept, a_mu, p, q, s)  # a_mu(w_k), eq. (23)
-        for i in range(n):
-            beta[i] = (1.0 - tau) * a[i] + tau * a_mu[i]
-        _dual_weights_into(dense, indptr, indices, data, y, beta, alpha, r, w_beta)
-        matvec_into(dense, indptr, indices, data, w_beta, z)
+        Lk = state[0] if adaptive else L
+        while True:
+            if adaptive:  # the largest tau with Lk tau^2 <= (1 - tau) mu
+                tau = 2.0 * mu / (mu + np.sqrt(mu * mu + 4.0 * Lk * mu))
+            else:
+                tau = 2.0 / (k + 3)
+            for i in range(n):
+                beta[i] = (1.0 - tau) * a[i] + tau * a_mu[i]
+            _dual_weights_into(dense, indptr, indices, data, y, beta, alpha, r, w_beta)
+            matvec_into(dense, indptr, indices, data, w_beta, z)
+            for i in range(n):
+                v[i] = beta[i] + (1.0 - y[i] * z[i]) / Lk  # grad D(beta) = 1 - y * X w(beta)
+            project_q2_into(v, y, upper, fit_intercept, a_new, p, q, s)  # v(beta), eq. (25)
+            if not adaptive:
+                break
+            _dual_weights_into(dense, indptr, indices, data, y, a_new, alpha, r, w_new)
+            curvature = 0.0
+            for j in range(d):
+                curvature += (w_new[j] - w_beta[j]) ** 2
+            step = 0.0
+            for i in range(n):
+                step += (a_new[i] - beta[i]) ** 2
+            if alpha * curvature <= Lk * step * (1.0 + 1e-12) or Lk >= L:
+                break
+            Lk = min(Lk * ADAPT_UP, L)
         for j in range(d):
             w[j] = (1.0 - tau) * w[j] + tau * w_beta[j]
         for i in range(n):
             u[i] = (1.0 - tau) * u[i] + tau * z[i]
-            v[i] = beta[i] + (1.0 - y[i] * z[i]) / L  # grad D(beta) = 1 - y * (X w(beta))
-        project_q2_into(v, y, upper, fit_intercept, a, p, q, s)  # v(beta), eq. (25)
+            a[i] = a_new[i]
+        if adaptive:
+            w_a[:] = w_new
+            known = True
+            state[0] = Lk / ADAPT_DOWN
+            state[1] = (1.0 - tau) * mu
     return k1, 0, intercept
