@@ -3,10 +3,11 @@ that a crash or a hang takes down a child process, not the test session (``test_
 
 Hypothesis draws each case: a structure (chain, multiclass, binary, multi-label, candidate
 sets, graphs; ``PragamSVC`` takes flat data), small data, then any number of defects (NaN, inf,
-huge or tiny scales, dtypes, sparse formats, 3-D arrays, ragged or missing features, empty data, label
-types, one class, unseen labels, length mismatches, bad parameters (infinite, complex, None,
-of the wrong type), warm refits on changed data, None or a scalar for ``X`` or ``Y``, graphs'
-edges out of range, negative, NaN, fractional, self-loops or of the wrong shape). A case
+huge or tiny scales, dtypes, sparse formats, 3-D arrays, ragged or missing features, empty
+data, label types, one class, unseen labels, length mismatches, bad parameters (infinite,
+complex, None, of the wrong type), warm refits on changed data, None or a scalar for ``X``
+or ``Y``, graphs' edges out of range, negative, NaN, fractional, self-loops or of the wrong
+shape). A case
 passes when the fit succeeds with finite ``coef_``, gap, predictions and score, or raises a
 ``ValueError``/``TypeError`` from the library's or scikit-learn's validation (not from numpy,
 numba or a kernel). The summary goes to stdout as JSON; the case being run is
