@@ -254,6 +254,9 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
             bar.update()
             if converged or stop_requested():  # Ctrl-C: the best certified point so far
                 break
+    if best["coef"] is not None and getattr(getattr(oracle, "penalty", None), "l1", 0.0) > 0:
+        _final_prox_step(oracle, x, image_x, L, by_avg, best, tol if converged else np.inf)
+        gap = best["primal"] - best["dual"]
     if best["coef"] is None:  # stopped before any certificate
         if by_avg is None:  # not even one accepted step: the dual point of the start
             by_avg = _average(None, oracle.gradient(x, oracle.image(x))[2], 1.0)
@@ -266,6 +269,23 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
                      dual_coef=best["dual_coef"], objective=best["primal"],
                      dual_objective=best["dual"], duality_gap=gap, n_iter=len(history),
                      n_oracle_calls=calls, converged=converged, lipschitz=L, history=history)
+
+
+def _final_prox_step(oracle, x, image_x, L, by_avg, best, tol):
+    """One proximal gradient step from the last iterate ``x`` at the last estimate ``L``,
+    ``argmin <grad f(x), v> + L/2 ||v - x||^2 + Psi(v)``, kept in ``best`` when its certified
+    gap is at most twice the best point's (and within ``tol``, where the run converged):
+    ``x`` averages model points, so an l1 part of
+    ``Psi`` leaves it without exact zeros, which the step's soft-threshold restores (three
+    tiny chains, elastic net, ``mu = 1e-4``: 9 to 13 of the optimum's 12 to 14 zeros, none
+    wrong, for 2e-6 of the objective)."""
+    _, grad, _ = oracle.gradient(x, image_x)
+    step = oracle.model_min(L * x - grad, L)
+    primal, _, coef, intercept, _ = oracle.certificate(
+        step, oracle.value(step, oracle.image(step))[1], by_avg)
+    gap = primal - best["dual"]
+    if gap <= 2.0 * (best["primal"] - best["dual"]) and gap <= tol:
+        best.update(primal=primal, coef=coef, intercept=intercept)
 
 
 # -- binary hinge ---------------------------------------------------------------------------
