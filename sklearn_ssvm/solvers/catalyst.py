@@ -101,6 +101,13 @@ def initial_alpha(lam, kappa):
     return math.sqrt(lam / (lam + kappa)) if lam > 0 else GOLDEN_ALPHA0
 
 
+#: the least ``mu_k / mu0``: "expo" reaches 1e-300 after about 3,400 outer iterations
+#: (``q = 1/2``) and 0 after 4,000, where the smoothed oracles' ``z / mu`` overflowed into
+#: non-finite coefficients; at 1e-12 of ``mu0`` the smoothing's bias ``mu D`` is below the
+#: rounding of any objective the solvers certify
+SMOOTHING_FLOOR = 1e-12
+
+
 def smoothing_schedule(kind, mu0, k, q):
     """The smoothing parameter ``mu_k`` of outer iteration ``k >= 1`` (§3.5).
 
@@ -109,7 +116,9 @@ def smoothing_schedule(kind, mu0, k, q):
       ``q = lam / (lam + kappa)``. The reference code uses ``q = kappa / (kappa + lam)`` and
       starts at ``k = 0`` (spec §8 erratum 11); this follows the paper. With ``q = 0``
       (``lam = 0``) the schedule is constant;
-    - ``"linear"``: ``mu0 / k`` (Cor. 20).
+    - ``"linear"``: ``mu0 / k`` (Cor. 20);
+
+    neither below ``SMOOTHING_FLOOR mu0``.
 
     Parameters
     ----------
@@ -128,9 +137,9 @@ def smoothing_schedule(kind, mu0, k, q):
     if kind == "const":
         return mu0
     if kind == "expo":
-        return mu0 * (1.0 - math.sqrt(q) / 2.0) ** (k / 2.0)
+        return mu0 * max((1.0 - math.sqrt(q) / 2.0) ** (k / 2.0), SMOOTHING_FLOOR)
     if kind == "linear":
-        return mu0 / k
+        return mu0 / min(k, 1.0 / SMOOTHING_FLOOR)
     raise ValueError(f"mu_schedule must be one of {MU_SCHEDULES}, got {kind!r}.")
 
 
