@@ -113,19 +113,20 @@ def test_schedules():
     assert kappa_from_smoothness(100.0, 0.01, 50) == pytest.approx(2.0 - 0.01)
     assert kappa_from_smoothness(100.0, 0.5, 50) == 0.5
     assert kappa_from_smoothness(100.0, 0.0, 50) == 2.0
-
-
-def test_smoothing_never_underflows():
-    """"expo" underflowed to 0 after 4,000 outer iterations and the smoothed oracles' ``z / mu``
-    overflowed into non-finite coefficients: the schedules stop at 1e-12 of ``mu0``."""
-    for k in (100, 4000, 10 ** 6):
-        mu = smoothing_schedule("expo", 0.3, k, 0.5)
-        assert mu >= 0.3e-12 and mu == max(0.3 * (1 - math.sqrt(0.5) / 2) ** (k / 2), 0.3e-12)
-    assert smoothing_schedule("linear", 0.3, 10 ** 15, 0.5) == pytest.approx(0.3e-12)
     with pytest.raises(ValueError, match="mu_schedule"):
         smoothing_schedule("cosine", 1.0, 1, q)
     with pytest.raises(ValueError, match="kappa_schedule"):
         kappa_schedule("expo", 1.0, 1)
+
+
+def test_smoothing_never_underflows():
+    """The "expo" schedule underflowed to 0 after 4,000 outer iterations and the smoothed
+    oracles' ``z / mu`` overflowed into non-finite coefficients: the schedules stop at 1e-12
+    of ``mu0``."""
+    for k in (100, 4000, 10 ** 6):
+        mu = smoothing_schedule("expo", 0.3, k, 0.5)
+        assert mu >= 0.3e-12 and mu == max(0.3 * (1 - math.sqrt(0.5) / 2) ** (k / 2), 0.3e-12)
+    assert smoothing_schedule("linear", 0.3, 10 ** 15, 0.5) == pytest.approx(0.3e-12)
 
 
 # -- item 17: Claim 23 -------------------------------------------------------------------------
