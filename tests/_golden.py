@@ -83,7 +83,9 @@ def _estimators():
         "svrg": lambda s: SmoothSSVMClassifier(s, solver="svrg", **smooth),
         "sgd": lambda s: SmoothSSVMClassifier(s, solver="sgd", **smooth),
         "agm": lambda s: SmoothSSVMClassifier(s, solver="agm", smoothing="entropy", top_k=None,
-                                              alpha=0.1, max_iter=30),
+                                              alpha=0.1, max_iter=30, mu_schedule="const"),
+        "agm-continuation": lambda s: SmoothSSVMClassifier(
+            s, solver="agm", smoothing="entropy", top_k=None, alpha=0.1, max_iter=60),
         "casimir-svrg-l1": lambda s: SmoothSSVMClassifier(s, l1_ratio=0.3, **smooth),
     }
 

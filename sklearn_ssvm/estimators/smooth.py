@@ -69,9 +69,14 @@ class SmoothSSVMClassifier(StructuredEstimator):
     - ``"sgd"``: stochastic (sub)gradient, step ``learning_rate / (1 + t/n)``, weighted
       averaging (§5.4).
     - ``"agm"``: batch accelerated gradient (Zhang et al. 2011, AGM-EF-inf) with adaptive
-      Lipschitz estimates on the entropy-smoothed objective at constant ``mu`` (needs
-      ``smoothing="entropy"``, ``top_k=None``); one full gradient per iteration, ``max_iter``
-      iterations. ``"agm-ef1"``: the same with AGM-EF-1's model, the last linearisation
+      Lipschitz estimates on the entropy-smoothed objective (needs ``smoothing="entropy"``,
+      ``top_k=None``); one full gradient per iteration, ``max_iter`` iterations. The smoothing
+      decreases tenfold whenever the certified gap stalls above ``tol`` (any ``mu_schedule``
+      but ``"const"``), so the fit reaches the SSVM's optimum, not the smoothed problem's,
+      and with an l1 part its exact zeros (three tiny chains, elastic net: within 3e-5 of the
+      optimum with its zero pattern after 1,000 iterations; the stochastic solvers stay
+      2e-3 to 1e-2 above it after 3,000 epochs, without zeros: on few examples their
+      ``n + kappa`` steps per accuracy digit lose to AGM's ``sqrt(kappa)``). ``"agm-ef1"``: the same with AGM-EF-1's model, the last linearisation
       alone (spec 001 Algorithm 4) instead of their running aggregate.
 
     Every epoch logs the non-smooth objective and, for the SVRG solvers, a certified duality
@@ -109,7 +114,9 @@ class SmoothSSVMClassifier(StructuredEstimator):
         (the paper's 2 is for counted Hamming losses of ~20-token sentences: 0.1 here).
     mu_schedule : {"expo", "const", "linear"}, default="expo"
         ``mu_k``: ``mu (1 - sqrt(q)/2)^{k/2}`` with ``q = alpha/(alpha+kappa)`` (Cor. 18),
-        constant, or ``mu/k`` (Cor. 20). Used by ``"casimir-svrg"``.
+        constant, or ``mu/k`` (Cor. 20) for ``"casimir-svrg"``. The AGM solvers keep ``mu``
+        with ``"const"`` and otherwise divide it by 10 each time the gap stalls (restarting
+        from the best point: see :func:`~sklearn_ssvm.solvers.agm.agm_structured`).
     solver : {"casimir-svrg", "svrg", "sgd", "agm", "agm-ef1"}, default="casimir-svrg"
         The training algorithm: Casimir-SVRG (Catalyst around SVRG), SVRG at a constant
         ``mu``, stochastic (sub)gradient, or the batch accelerated gradient method
@@ -300,7 +307,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
                               inner_iter=self.inner_iter, inner_tol=inner_tol, **common)
         if self._agm():
             return AGM(mu=self.mu * loss_scale, tol=self.tol * loss_scale,
-                       memory="1" if self.solver == "agm-ef1" else "inf", **common)
+                       memory="1" if self.solver == "agm-ef1" else "inf",
+                       continuation=self.mu_schedule != "const", **common)
         if self.solver == "sgd":  # no certificate to stop on
             return Stochastic(method="sgd", **common)
         if self.solver == "svrg":

@@ -37,6 +37,7 @@ from ..penalties import ElasticNet, as_penalty
 from . import capabilities
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 from .base import Solver
+from .catalyst import SMOOTHING_FLOOR
 from .pragam import LIPSCHITZ_FLOOR, sigma_max_sq
 from .result import SolverResult, history_record
 from .smooth import Smoothing, full_gradient
@@ -51,6 +52,11 @@ MAX_TRIALS = 60
 
 #: iterations between exact recomputations of the carried images of ``x`` and ``z``
 IMAGE_REFRESH = 50
+
+#: continuation (:func:`agm_structured`): each run smooths ten times less than the one before,
+#: started once the last one's gap stalled, judged over at least this many certificates
+CONTINUATION_FACTOR = 10.0
+CONTINUATION_CHECKS = 20
 
 
 @dataclass(kw_only=True)
@@ -170,7 +176,7 @@ def _ef_one_trial(oracle, x, z, image_x, image_z, state, L):
 
 
 def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gamma_d=2.0,
-              check_every=1, verbose=0, desc="AGM"):
+              check_every=1, stall_checks=None, stall_gap=np.inf, verbose=0, desc="AGM"):
     """AGM-EF-inf or AGM-EF-1 with adaptive Lipschitz estimation (spec 001 Algorithms 2, 4).
 
     Parameters
@@ -194,6 +200,15 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
         each iteration (the estimate may decrease, §2.4).
     check_every : int
         Iterations between certificates (each may cost an exact oracle pass).
+    stall_checks : int or None
+        End the run, unconverged, once the best gap after ``k >= stall_checks`` certificates
+        is more than half the best after ``k // 2`` and at most ``stall_gap``: AGM's own error
+        falls as ``1/k^2``, so a gap that doubling the iterations does not halve is the
+        smoothing's bias (:func:`agm_structured`'s continuation then smooths less). None: run
+        on.
+    stall_gap : float
+        The gap a stalled run must have reached (a warm-started run must first beat its
+        start, whose own dual point it lacks).
     verbose : int
     desc : str
 
@@ -215,8 +230,10 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
     clock = Clock()
     history = []
     gap = np.inf
+    gaps = []  # the best gap after each certificate, for stall_checks
     calls = 0
     converged = False
+    stalled = False
     # the vector operations are level-1 BLAS on n or d floats: a second BLAS thread only spins
     # (and on a busy machine waits), which doubled the CPU time on a9a
     with threadpool_limits(1, user_api="blas"), ProgressBar(max_iter, verbose, desc) as bar:
@@ -247,15 +264,18 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
                 gap = best["primal"] - best["dual"]
                 record.update(objective=primal, dual_objective=dual, gap=gap)
                 converged = gap <= tol
+                gaps.append(gap)
+                stalled = (stall_checks is not None and len(gaps) >= stall_checks
+                           and 0.9 * gaps[len(gaps) // 2 - 1] < gap <= stall_gap)
                 bar.set_postfix(gap=f"{gap:.2e}")
                 bar.log(f"iteration {k}", primal=primal, dual=dual, gap=gap)
             record.update(time=clock.wall(), cpu_time=clock.cpu())
             history.append(record)
             bar.update()
-            if converged or stop_requested():  # Ctrl-C: the best certified point so far
+            if converged or stalled or stop_requested():  # Ctrl-C: the best point so far
                 break
     if best["coef"] is not None and getattr(getattr(oracle, "penalty", None), "l1", 0.0) > 0:
-        _final_prox_step(oracle, x, image_x, L, by_avg, best, tol if converged else np.inf)
+        _sparsified(oracle, by_avg, best, tol if converged else np.inf)
         gap = best["primal"] - best["dual"]
     if best["coef"] is None:  # stopped before any certificate
         if by_avg is None:  # not even one accepted step: the dual point of the start
@@ -271,21 +291,32 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
                      n_oracle_calls=calls, converged=converged, lipschitz=L, history=history)
 
 
-def _final_prox_step(oracle, x, image_x, L, by_avg, best, tol):
-    """One proximal gradient step from the last iterate ``x`` at the last estimate ``L``,
-    ``argmin <grad f(x), v> + L/2 ||v - x||^2 + Psi(v)``, kept in ``best`` when its certified
-    gap is at most twice the best point's (and within ``tol``, where the run converged):
-    ``x`` averages model points, so an l1 part of
-    ``Psi`` leaves it without exact zeros, which the step's soft-threshold restores (three
-    tiny chains, elastic net, ``mu = 1e-4``: 9 to 13 of the optimum's 12 to 14 zeros, none
-    wrong, for 2e-6 of the objective)."""
-    _, grad, _ = oracle.gradient(x, image_x)
-    step = oracle.model_min(L * x - grad, L)
-    primal, _, coef, intercept, _ = oracle.certificate(
-        step, oracle.value(step, oracle.image(step))[1], by_avg)
-    gap = primal - best["dual"]
-    if gap <= 2.0 * (best["primal"] - best["dual"]) and gap <= tol:
-        best.update(primal=primal, coef=coef, intercept=intercept)
+def _sparsified(oracle, by_avg, best, tol):
+    """Zero the entries of the best point below the largest threshold whose point keeps the
+    certified gap within twice the best's (and within ``tol``, where the run converged).
+
+    AGM's iterates average model points, so an l1 part of ``Psi`` leaves tiny entries where
+    the optimum has zeros. Strong convexity (``lambda_2 > 0``) puts the optimum within
+    ``r = sqrt(2 gap / lambda_2)`` of the point, so only entries below ``r`` may be zeros of
+    it: the thresholds run from ``1e-6 r`` to ``r``, one exact primal pass each, and stop at
+    the first that costs too much (tiny chains: the optimum's zeros exactly, once the gap is
+    about 1e-7 of the objective)."""
+    coef, dual = best["coef"], best["dual"]
+    gap = best["primal"] - dual
+    if not (0.0 < gap < np.inf and oracle.strong > 0):
+        return
+    limit = min(2.0 * gap, tol)
+    zeros = np.count_nonzero(coef == 0.0)
+    for threshold in np.sqrt(2.0 * gap / oracle.strong) * np.logspace(-6, 0, 7):
+        trial = np.where(np.abs(coef) > threshold, coef, 0.0)
+        if np.count_nonzero(trial == 0.0) == zeros:
+            continue
+        primal = oracle.certificate(trial, oracle.value(trial, oracle.image(trial))[1],
+                                    by_avg)[0]
+        if primal - dual > limit:
+            break
+        best.update(primal=primal, coef=trial)
+        zeros = np.count_nonzero(trial == 0.0)
 
 
 # -- binary hinge ---------------------------------------------------------------------------
@@ -549,11 +580,11 @@ class StructuredEntropy:
     certifies ``D = ell - Psi*(-g)`` against the exact (max-oracle) primal.
     """
 
-    def __init__(self, problem, penalty, mu):
+    def __init__(self, problem, penalty, mu, x0=None):
         self.problem, self.penalty = problem, penalty
         self.smoothing = Smoothing(ENTROPY, 1, mu)
         self.strong = penalty.c
-        self.x0 = np.zeros(problem.n_params)
+        self.x0 = np.zeros(problem.n_params) if x0 is None else x0
         cum = np.concatenate([[0.0], np.cumsum(problem.data ** 2)])
         rows = problem.indptr[problem.tok_offsets]
         # ||phi(x_i, y) - phi(x_i, y_i)||^2 <= 2 ||X_i||_F^2 + 2 T_i bounds the curvature
@@ -583,7 +614,7 @@ class StructuredEntropy:
 
 
 def agm_structured(problem, penalty, mu, *, memory="inf", tol=1e-3, max_iter=1000, check_every=1,
-                   n_jobs=None, verbose=0):
+                   continuation=False, n_jobs=None, verbose=0):
     """AGM on the entropy-smoothed structured SVM of any structure (spec 001 §1.3, §3.2).
 
     Minimises ``r(w) + mean_i mu log sum_y exp(H_i(y) / mu)`` (the smoothed ``mean_i H~_i``;
@@ -598,13 +629,24 @@ def agm_structured(problem, penalty, mu, *, memory="inf", tol=1e-3, max_iter=100
         The penalty (any :class:`~sklearn_ssvm.penalties.Penalty`: the model step is its
         ``model_min``, the certificate its conjugate), or ``lambda`` of the L2 penalty.
     mu : float
-        Entropy smoothing ``> 0``; the certified gap cannot fall below the smoothing bias.
+        Entropy smoothing ``> 0`` (the first stage's, with ``continuation``); the certified gap
+        cannot fall below the smoothing's bias.
     memory : {"inf", "1"}
     tol : float
         Target certified gap of the non-smooth objective.
     max_iter : int
+        Iterations, all stages together.
     check_every : int
         Iterations between certificates (one max-oracle pass each).
+    continuation : bool
+        Smooth less whenever the gap stalls above ``tol``: the run stops once doubling its
+        iterations no longer halves the gap (``agm_solve``'s ``stall_checks``), and a new run
+        at ``mu / CONTINUATION_FACTOR`` starts from its best point (the prox-centre ``x0``),
+        until the gap is within ``tol``, ``max_iter`` is spent or ``mu`` reaches
+        ``SMOOTHING_FLOOR`` of its start. Each run's certificate bounds the same non-smooth
+        objective, so the best primal and the best dual point of all runs make the gap. A
+        constant ``mu`` converges to the smoothed problem, whose gap stalls near ``mu/3`` of
+        ``loss_scale`` on tiny chains; the stages reach the SSVM's optimum and its zeros.
     n_jobs : int or None
         Threads of the batched oracles.
     verbose : int
@@ -612,14 +654,50 @@ def agm_structured(problem, penalty, mu, *, memory="inf", tol=1e-3, max_iter=100
     Returns
     -------
     AGMResult
+        History records add ``mu``, the stage's smoothing; ``gap`` is the best of all stages.
     """
     if not mu > 0:
         raise ValueError(f"mu must be > 0, got {mu!r}.")
+    penalty = as_penalty(penalty)
+    mu0, mu, x0 = float(mu), float(mu), None
+    stages = []
     with kernel_threads(n_jobs):
-        return agm_solve(StructuredEntropy(problem, as_penalty(penalty), float(mu)), memory=memory,
-                         tol=tol,
-                         max_iter=max_iter, check_every=check_every, verbose=verbose,
-                         desc="AGM-M3N")
+        while True:
+            done = sum(stage.n_iter for stage in stages)
+            stage = agm_solve(StructuredEntropy(problem, penalty, mu, x0), memory=memory, tol=tol,
+                              max_iter=max_iter - done, check_every=check_every,
+                              stall_checks=CONTINUATION_CHECKS if continuation else None,
+                              stall_gap=_joined(stages, tol).duality_gap if stages else np.inf,
+                              verbose=verbose, desc="AGM-M3N")
+            for record in stage.history:
+                record.update(iter=record["iter"] + done, mu=mu)
+            stages.append(stage)
+            if (not continuation or stage.converged or stage.n_iter == max_iter - done
+                    or mu <= SMOOTHING_FLOOR * mu0 or stop_requested()):
+                break
+            mu = max(mu / CONTINUATION_FACTOR, SMOOTHING_FLOOR * mu0)
+            x0 = stage.coef
+    return _joined(stages, tol)
+
+
+def _joined(stages, tol):
+    """The result of consecutive AGM runs on one objective: the best primal point and the best
+    dual value of all of them, the gap between the two, the histories end to end."""
+    primal = min(stages, key=lambda stage: stage.objective)
+    dual = max(stage.dual_objective for stage in stages)
+    best_primal, best_dual = np.inf, -np.inf
+    history = [record for stage in stages for record in stage.history]
+    for record in history:
+        if "gap" in record:
+            best_primal = min(best_primal, record["objective"])
+            best_dual = max(best_dual, record["dual_objective"])
+            record["gap"] = best_primal - best_dual
+    gap = primal.objective - dual
+    return AGMResult(coef=primal.coef, intercept=primal.intercept, dual_coef=None,
+                     objective=primal.objective, dual_objective=dual, duality_gap=gap,
+                     n_iter=len(history), n_oracle_calls=sum(s.n_oracle_calls for s in stages),
+                     converged=bool(gap <= tol), lipschitz=stages[-1].lipschitz,
+                     history=history)
 
 
 class AGM(Solver):
