@@ -147,6 +147,59 @@ def test_binary_hinge_is_the_svm_hinge():
     np.testing.assert_allclose(problem.hinge_losses(w), np.maximum(0, 1 - y * (X @ w)))
 
 
+@pytest.mark.parametrize("pairwise", [None, "tree", "full"])
+def test_multilabel_decision_function_is_the_max_marginal_margin(pairwise):
+    """Each label's ``max_{y_k = 1} score - max_{y_k = 0} score``, against enumeration, and
+    positive exactly where the best labeling sets the label."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(12, 3))
+    Y = rng.integers(0, 2, size=(12, 5))
+    structure = MultiLabel(pairwise=pairwise)
+    structure.prepare(X, Y)
+    coef = rng.normal(size=structure.n_params)
+    margins = structure.decision_function(X, coef)
+    assert margins.shape == (12, 5) and margins.dtype == np.float64
+    for x, row in zip(X, margins):
+        ys = np.array(all_labelings(structure, x))
+        scores = np.array([coef @ structure.joint_feature(x, y) for y in ys])
+        expected = [scores[ys[:, k] == 1].max() - scores[ys[:, k] == 0].max()
+                    for k in range(5)]
+        np.testing.assert_allclose(row, expected, atol=1e-12)
+    np.testing.assert_array_equal(structure.predict(X, coef), margins > 0)
+
+
+def test_multilabel_takes_any_two_indicator_values():
+    """``{-1, 1}`` (or any two values) train the model of ``{0, 1}``; predictions come back in
+    them, in ``Y``'s dtype; anything else is refused in scikit-learn's words."""
+    from sklearn_ssvm import BCFWStructuredSVM
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 3))
+    Y = rng.integers(0, 2, size=(20, 4))
+    ref = BCFWStructuredSVM(MultiLabel(), max_iter=5, random_state=0).fit(X, Y)
+    signed = BCFWStructuredSVM(MultiLabel(), max_iter=5, random_state=0).fit(X, 2 * Y - 1)
+    np.testing.assert_array_equal(signed.coef_, ref.coef_)
+    np.testing.assert_array_equal(signed.structure_.indicator_values_, [-1, 1])
+    np.testing.assert_array_equal(signed.predict(X), 2 * ref.predict(X) - 1)
+    assert signed.score(X, 2 * Y - 1) == ref.score(X, Y)
+    boolean = BCFWStructuredSVM(MultiLabel(), max_iter=5, random_state=0).fit(X, Y == 1)
+    assert boolean.predict(X).dtype == bool
+    with pytest.raises(ValueError, match="values other than the fitted -1"):
+        signed.score(X, Y)
+    refusals = {"Only binary classification is supported": Y + np.arange(4) % 3,
+                "one value only": np.full((20, 4), 2),
+                "Unknown label type: continuous": Y + 0.5,
+                "2-D indicator matrix": Y[:, 0],
+                "NaN": np.where(Y == 1, np.nan, 0.0)}
+    for message, bad in refusals.items():
+        with pytest.raises(ValueError, match=message):
+            BCFWStructuredSVM(MultiLabel()).fit(X, bad)
+    # all off or all on: the 0/1 convention
+    np.testing.assert_array_equal(
+        BCFWStructuredSVM(MultiLabel(), max_iter=2).fit(X, np.ones((20, 4), int))
+        .structure_.indicator_values_, [0, 1])
+
+
 def test_multilabel_tree_is_a_spanning_tree():
     rng = np.random.default_rng(1)
     Y = rng.integers(0, 2, size=(50, 6))

@@ -321,8 +321,9 @@ class StructuredEstimator(BaseEstimator):
         """Compute the scores of the examples.
 
         For ``MulticlassSVM`` the ``(n_samples, n_classes)`` class scores, for ``BinarySVM``
-        ``X @ coef_`` (positive: ``classes_[1]``), otherwise the score ``<coef_, phi(x, y)>`` of
-        each example's predicted output.
+        ``X @ coef_`` (positive: ``classes_[1]``), for ``MultiLabel`` each label's max-marginal
+        margin ``(n_samples, n_labels)`` (positive: predicted on), otherwise the score
+        ``<coef_, phi(x, y)>`` of each example's predicted output.
 
         Parameters
         ----------
@@ -331,8 +332,8 @@ class StructuredEstimator(BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_samples,) or (n_samples, n_classes)
-            The scores; ``(n_samples, n_classes)`` for ``MulticlassSVM`` only.
+        ndarray of shape (n_samples,), (n_samples, n_classes) or (n_samples, n_labels)
+            The scores; 2-D for ``MulticlassSVM`` and ``MultiLabel``.
         """
         check_is_fitted(self, "coef_")
         return self.structure_.decision_function(X, self._dense_coef())

@@ -1,5 +1,6 @@
 """Multi-label classification: ``y in {0, 1}^K``, optional pairwise label interactions."""
 import numpy as np
+from sklearn.utils import ClassifierTags
 from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
 
 from .._kernels.labelings import (MULTILABEL_FULL, MULTILABEL_INDEPENDENT, MULTILABEL_TREE)
@@ -29,6 +30,10 @@ class MultiLabel(FlatStructure):
     ----------
     classes_ : ndarray of shape (n_labels,)
         ``arange(n_labels)``, as in scikit-learn's multi-label estimators.
+    indicator_values_ : ndarray of shape (2,)
+        The values of ``Y`` meaning off and on, in ``Y``'s dtype: ``[0, 1]``, or the two
+        values ``Y`` holds (sorted: ``[-1, 1]``, ``[False, True]``). Predictions are made of
+        them.
     edges_ : ndarray of shape (n_edges, 2)
         The label pairs with interaction weights (``(child, parent)`` for the tree).
     n_features_in_ : int
@@ -52,23 +57,63 @@ class MultiLabel(FlatStructure):
     def _edges(self):
         return self.edges_
 
-    def _check_Y(self, Y, n_labels=None):
+    def _check_Y(self, Y, n_labels):
+        """The 0/1 codes of an indicator matrix in the fitted values ``indicator_values_``."""
         Y = np.asarray(Y)
         if Y.ndim != 2:
-            raise ValueError(f"Y must be a 2-D 0/1 indicator matrix, got shape {Y.shape}.")
-        if n_labels is not None and Y.shape[1] != n_labels:
+            raise ValueError(f"Y must be a 2-D indicator matrix, got shape {Y.shape}.")
+        if Y.shape[1] != n_labels:
             raise ValueError(f"Y has {Y.shape[1]} labels, but the structure was fitted with "
                              f"{n_labels} labels.")
-        bad = np.flatnonzero(~np.all((Y == 0) | (Y == 1), axis=1))
+        off, on = self.indicator_values_.tolist()
+        codes = (Y == on).astype(np.int32)
+        bad = np.flatnonzero(~np.all((Y == off) | (Y == on), axis=1))
         if len(bad):
-            raise ValueError(f"Example {bad[0]} of Y has values other than 0 and 1: "
-                             f"{Y[bad[0]]}.")
-        return Y.astype(np.int32)
+            raise ValueError(f"Example {bad[0]} of Y has values other than the fitted {off!r} "
+                             f"(off) and {on!r} (on): {Y[bad[0]]}.")
+        return codes
+
+    def _indicator_values(self, Y):
+        """The two values of ``Y``, off then on, refusing (in scikit-learn's words) what is not
+        a 2-D binary indicator matrix."""
+        Y = np.asarray(Y)
+        numeric = Y.dtype.kind in "biuf"
+        if (numeric and Y.dtype.kind == "f"
+                and np.any(np.isfinite(Y) & (Y != np.round(Y)))):
+            raise ValueError(f"Unknown label type: continuous. MultiLabel needs an indicator "
+                             f"matrix of two values (off and on), got non-integer values in "
+                             f"Y of shape {Y.shape}.")
+        if Y.ndim != 2:
+            many = numeric and Y.ndim == 1 and len(np.unique(Y)) > 2
+            raise ValueError(("Only binary classification is supported. The type of the target "
+                              "is multiclass: " if many else "")
+                             + f"MultiLabel needs a 2-D indicator matrix Y, one column per label "
+                             f"class (off and on), got shape {Y.shape}: for 1-D class labels "
+                             f"use BinarySVM or MulticlassSVM.")
+        if not numeric:
+            raise ValueError(f"Unknown label type: Y of dtype {Y.dtype}: MultiLabel needs a "
+                             f"numeric indicator matrix.")
+        if not np.all(np.isfinite(Y)):
+            raise ValueError("Y contains NaN or infinity: MultiLabel needs an indicator "
+                             "matrix of two values.")
+        values = np.unique(Y)
+        if len(values) > 2:
+            raise ValueError(f"Only binary classification is supported. The type of the target "
+                             f"is multiclass-multioutput: MultiLabel needs two values in Y "
+                             f"(each label off or on), got {len(values)}: "
+                             f"{values[:10].tolist()}.")
+        if len(values) == 2:
+            return values
+        if len(values) == 1 and values[0] not in (0, 1):
+            raise ValueError(f"Y has one value only ({values[0]!r}): MultiLabel cannot tell "
+                             f"whether it is a label's off or on class; use 0 and 1.")
+        return np.array([0, 1], dtype=Y.dtype)
 
     def _fit_labels(self, Y):
         if self.pairwise not in (None, "tree", "full"):
             raise ValueError(f"pairwise must be None, 'tree' or 'full', got {self.pairwise!r}.")
-        Y = self._check_Y(Y)
+        self.indicator_values_ = self._indicator_values(Y)
+        Y = self._check_Y(Y, np.shape(Y)[1])
         K = Y.shape[1]
         if K == 0:
             raise ValueError("Y has no label columns: MultiLabel needs at least one label.")
@@ -119,5 +164,83 @@ class MultiLabel(FlatStructure):
     def _encode_one(self, y):
         return self._check_Y(np.asarray(y).reshape(1, -1), len(self.classes_)).ravel()
 
+    def _estimator_tags(self, tags):
+        # a multi-label classifier of 0/1 indicator matrices: scikit-learn's checks then feed
+        # it 2-D targets (a 1-D y is refused)
+        tags.estimator_type = "classifier"
+        tags.classifier_tags = ClassifierTags(multi_class=False, multi_label=True)
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False
+        return tags
+
     def _decode_labels(self, y, offsets):
-        return y.reshape(-1, len(self.classes_)).copy()
+        return self.indicator_values_[y.reshape(-1, len(self.classes_))]
+
+    def decision_function(self, X, coef):
+        """Return each label's max-marginal margin, shape ``(n_samples, n_labels)``.
+
+        ``max_{y: y_k = 1} <coef, phi(x, y)> - max_{y: y_k = 0} <coef, phi(x, y)>``: positive
+        where the best labeling sets label ``k`` (ties aside), as scikit-learn's multi-label
+        classifiers' ``decision_function``. Independent labels: the label's own score
+        ``x @ W[:, k]``; ``pairwise="tree"``: max-product in both directions; ``"full"``:
+        every labeling's score.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Examples, one feature vector per row.
+        coef : array-like of shape (n_params,)
+            Parameter vector ``[vec(W), theta]`` (the label weights, then the pair tables).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_labels)
+            The margins, columns in ``classes_`` order.
+        """
+        problem = self.pack(X)
+        W, theta = problem.split_coef(np.asarray(coef, float))
+        unary = np.asarray(problem.token_matrix() @ W, dtype=float)
+        if self.pairwise is None:
+            return unary
+        tables = theta.reshape(-1, 2, 2)  # tables[e, a, b]: y_{edge[0]} = a, y_{edge[1]} = b
+        if self.pairwise == "tree":
+            return _tree_max_marginal_margins(unary, tables, self._parent, self._order,
+                                              self.edges_)
+        return _enumerated_max_marginal_margins(unary, tables, self.edges_)
+
+
+def _tree_max_marginal_margins(unary, tables, parent, order, edges):
+    """Max-marginal margins of binary labels on a tree, all examples at once: max-product
+    messages to the root and back (``order`` lists parents first, ``tables[e]`` scores
+    ``(y_child, y_parent)`` of edge ``e = (child, parent)``)."""
+    n, K = unary.shape
+    pair = np.zeros((K, 2, 2))
+    pair[edges[:, 0]] = tables
+    belief = np.zeros((n, K, 2))
+    belief[:, :, 1] = unary
+    up = np.zeros((n, K, 2))  # up[:, v, b]: the message of v to its parent in state b
+    for v in order[::-1]:
+        if parent[v] >= 0:
+            up[:, v] = np.max(belief[:, v, :, None] + pair[v][None], axis=1)
+            belief[:, parent[v]] += up[:, v]
+    for v in order:  # the parent's belief, complete by now, less v's own message
+        if parent[v] >= 0:
+            rest = belief[:, parent[v]] - up[:, v]
+            belief[:, v] += np.max(pair[v][None] + rest[:, None, :], axis=2)
+    return belief[:, :, 1] - belief[:, :, 0]
+
+
+def _enumerated_max_marginal_margins(unary, tables, edges, chunk=1024):
+    """Max-marginal margins over all ``2**K`` labelings (``pairwise="full"``, ``K <= 12``)."""
+    n, K = unary.shape
+    bits = (np.arange(2 ** K)[:, None] >> np.arange(K)) & 1
+    pairwise = tables[np.arange(len(edges)), bits[:, edges[:, 0]], bits[:, edges[:, 1]]]
+    pairwise = pairwise.sum(axis=1)
+    margins = np.empty((n, K))
+    for start in range(0, n, chunk):
+        scores = unary[start:start + chunk] @ bits.T + pairwise
+        for k in range(K):
+            on = bits[:, k] == 1
+            margins[start:start + chunk, k] = (scores[:, on].max(axis=1)
+                                               - scores[:, ~on].max(axis=1))
+    return margins
