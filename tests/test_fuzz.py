@@ -20,7 +20,7 @@ CASES = 300  # derandomized: the same cases every run; the bound-checked runs pa
 
 @pytest.mark.parametrize("estimator, boundscheck", [
     ("bcfw", False), ("bcfw-pairwise", False), ("smooth", False), ("bmrm", False),
-    ("pragam", False), ("bcfw-pairwise", True), ("pragam", True)])
+    ("pragam", False), ("pragam-structured", False), ("bcfw-pairwise", True), ("pragam", True)])
 def test_fuzz(estimator, boundscheck, tmp_path):
     env = dict(os.environ)
     if boundscheck:

@@ -9,7 +9,8 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_ssvm import (BCFWStructuredSVM, BinarySVM, BMRMStructuredSVM, ChainCRF,
-                          MulticlassSVM, MultiLabel, SmoothSSVMClassifier)
+                          MulticlassSVM, MultiLabel, PragamStructuredSVM,
+                          SmoothSSVMClassifier)
 
 ESTIMATORS = [lambda: BCFWStructuredSVM(ChainCRF(), warm_start=True, max_iter=10, step="fw",
                                         random_state=0),
@@ -219,9 +220,11 @@ def test_overflowing_features_are_refused_before_fitting():
         BCFWStructuredSVM(MulticlassSVM(), max_iter=2).fit(np.full((4, 2), 1e160), [0, 1, 0, 1])
 
 
-@pytest.mark.parametrize("structure", [MulticlassSVM, BinarySVM, MultiLabel])
-@pytest.mark.parametrize("estimator", [BCFWStructuredSVM, BMRMStructuredSVM,
-                                       SmoothSSVMClassifier])
+@pytest.mark.parametrize("estimator, structure", [
+    *((estimator, structure) for estimator in (BCFWStructuredSVM, BMRMStructuredSVM,
+                                               SmoothSSVMClassifier)
+      for structure in (MulticlassSVM, BinarySVM, MultiLabel)),
+    (PragamStructuredSVM, MulticlassSVM)])
 def test_scikit_learn_common_checks(estimator, structure):
     """scikit-learn's estimator checks pass with the flat structures (none skipped but for
     missing optional packages; with ``BinarySVM`` the estimator is a binary-only classifier,

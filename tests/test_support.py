@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from _golden import _data, _structures
-from sklearn_ssvm import BCFWStructuredSVM, BMRMStructuredSVM, SmoothSSVMClassifier
+from sklearn_ssvm import (BCFWStructuredSVM, BMRMStructuredSVM, PragamStructuredSVM,
+                          SmoothSSVMClassifier)
 from sklearn_ssvm.feature_maps import MLPFeatureMap
 from sklearn_ssvm.model_selection import grid_search_path
 from sklearn_ssvm.solvers import capabilities
@@ -24,6 +25,7 @@ ESTIMATORS = {
                                                        learning_rate=0.1, random_state=0, **kw),
     "agm": lambda s, **kw: SmoothSSVMClassifier(s, solver="agm", smoothing="entropy",
                                                 top_k=None, alpha=0.1, max_iter=10, **kw),
+    "pragam-structured": lambda s, **kw: PragamStructuredSVM(s, alpha=0.1, max_iter=30, **kw),
     "prox-linear": lambda s, **kw: SmoothSSVMClassifier(
         s, alpha=0.1, max_iter=2, learning_rate=0.1, random_state=0,
         feature_map=MLPFeatureMap(n_hidden=3, random_state=0), **kw),
@@ -39,6 +41,8 @@ ASK = {"elastic_net": (dict(l1_ratio=0.3), ("elastic_net",)),
 
 KIND_OF = {"chain": "compiled", "multiclass": "compiled", "multilabel": "compiled",
            "candidates": "compiled", "graph": "graph", "binary_graph": "binary_graph"}
+NAME_OF = {"chain": "ChainCRF", "multiclass": "MulticlassSVM", "multilabel": "MultiLabel",
+           "candidates": "CandidateSet"}
 
 CELLS = [(solver, structure, option) for solver in SOLVERS for structure in KIND_OF
          for option in (None, *SOLVERS[solver].options)
@@ -58,7 +62,7 @@ def test_cell_fits_or_is_refused_as_declared(solver, structure, option):
     settings, asked = ASK.get(option, ({}, ()))
     estimator = ESTIMATORS[solver](make_structure(), **settings)
     weights = np.linspace(0.5, 1.5, len(Y)) if option == "sample_weight" else None
-    declared = refusal(solver, KIND_OF[structure], asked)
+    declared = refusal(solver, KIND_OF[structure], asked, NAME_OF.get(structure))
     if declared is not None:
         with pytest.raises(ValueError) as error:
             estimator.fit(X, Y, sample_weight=weights)
@@ -95,8 +99,8 @@ def test_user_guide_table_is_generated():
 
 def _solver_runs():
     """Every solver called directly on small data: ``{name: () -> result}``."""
-    from sklearn_ssvm import ChainCRF
-    from sklearn_ssvm.solvers import agm, bcfw, bmrm, pragam, smooth
+    from sklearn_ssvm import ChainCRF, MulticlassSVM
+    from sklearn_ssvm.solvers import agm, bcfw, bmrm, pragam, pragam_structured, smooth
     from sklearn_ssvm.structures.base import smoothing_code
 
     X, Y = _data("chain")
@@ -115,6 +119,8 @@ def _solver_runs():
         "agm": lambda: agm.agm_structured(problem, 0.1, 0.1, max_iter=3),
         "agm-binary": lambda: agm.agm(Xb, yb, 0.1, max_iter=5),
         "pragam": lambda: pragam.pragam(Xb, yb, 0.1, max_iter=5),
+        "pragam-structured": lambda: pragam_structured.pragam_structured(
+            MulticlassSVM().prepare(Xb, (Xb[:, 1] > 0) + (yb > 0)), 0.1, max_iter=5),
     }
 
 

@@ -91,6 +91,21 @@ def project_simplex(v):
 
 
 @njit(cache=True, nogil=True)
+def project_blocks_into(v, offsets, mass, out, work):
+    """Project each block ``v[offsets[i]:offsets[i + 1]]`` onto ``mass[i]`` times the simplex
+    (``mass[i] > 0``; a zero mass gives zeros), written into ``out``; ``work`` holds the
+    largest block."""
+    for i in range(offsets.shape[0] - 1):
+        a, b = offsets[i], offsets[i + 1]
+        m = mass[i]
+        if m <= 0.0:
+            out[a:b] = 0.0
+            continue
+        project_simplex_into(v[a:b] / m, out[a:b], work)
+        out[a:b] *= m
+
+
+@njit(cache=True, nogil=True)
 def _hard_max_into(z, out):
     """``max z``, with ``out`` the one-hot of its first argmax: the weights at ``mu = 0``.
 

@@ -76,8 +76,9 @@ class SmoothSSVMClassifier(StructuredEstimator):
       and with an l1 part its exact zeros (three tiny chains, elastic net: within 3e-5 of the
       optimum with its zero pattern after 1,000 iterations; the stochastic solvers stay
       2e-3 to 1e-2 above it after 3,000 epochs, without zeros: on few examples their
-      ``n + kappa`` steps per accuracy digit lose to AGM's ``sqrt(kappa)``). ``"agm-ef1"``: the same with AGM-EF-1's model, the last linearisation
-      alone (spec 001 Algorithm 4) instead of their running aggregate.
+      ``n + kappa`` steps per accuracy digit lose to AGM's ``sqrt(kappa)``). ``"agm-ef1"``:
+      the same with AGM-EF-1's model, the last linearisation alone (spec 001 Algorithm 4)
+      instead of their running aggregate.
 
     Every epoch logs the non-smooth objective and, for the SVRG solvers, a certified duality
     gap: the smoothing weights of the epoch's full gradient are a feasible dual point, so

@@ -235,7 +235,9 @@ def _grid_by_estimator(estimator, structure, problem, X, Y, alphas, tol, warm_st
     points = []
     previous = None
     scale = problem.loss_scale()
-    template = clone(estimator).set_params(tol=tol / scale, warm_start=True)
+    template = clone(estimator).set_params(tol=tol / scale)
+    if "warm_start" in template.get_params():  # estimators without warm starts have none
+        template.set_params(warm_start=True)
     solver = template._solver(problem, scale)  # what it declares: whether it warm-starts
     for a in alphas:
         fit = clone(template).set_params(alpha=a)

@@ -15,6 +15,7 @@ on the cone where graph cuts are exact).
 """
 from dataclasses import dataclass
 
+from .._kernels import labelings
 from ..penalties import ElasticNet
 
 __all__ = ["KINDS", "OPTIONS", "PENALTIES", "SOLVERS", "Capabilities", "check",
@@ -62,6 +63,9 @@ class Capabilities:
         Whether a fit continues from a previous one (``warm_start=True``, the grid paths).
     path : str
         How :mod:`sklearn_ssvm.model_selection` walks ``alpha`` with it.
+    structures : tuple of str or None
+        The compiled structures it trains, by class name (None: every one), and why not the
+        others, as ``(names, reason)``.
     """
 
     name: str
@@ -71,6 +75,7 @@ class Capabilities:
     certificate: str
     warm_start: bool
     path: str
+    structures: tuple = None
 
 
 SOLVERS = {
@@ -111,6 +116,14 @@ SOLVERS = {
                                                 "example alike"},
         certificate="the SSVM objective's gap, from AGM's excessive-gap dual (spec 001)",
         warm_start=False, path="grid (cold)"),
+    "pragam-structured": Capabilities(
+        name="PragamStructuredSVM", options=("sample_weight",), penalties="l2",
+        refused={("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES},
+        certificate="exact duality gap of the best primal and dual iterates (spec 003 eq. (26))",
+        warm_start=False, path="grid (cold)",
+        structures=(("MulticlassSVM", "CandidateSet"),
+                    "its dual blocks are simplices over each example's outputs; a marginal "
+                    "polytope (chains, label trees) needs App. E.3's factorised projection")),
     "prox-linear": Capabilities(
         name="SmoothSSVMClassifier(feature_map=...) on CandidateSet",
         options=("elastic_net", "sample_weight"), penalties="l2",
@@ -123,6 +136,13 @@ SOLVERS = {
 }
 
 
+#: the compiled structures' class names by the kernels' structure kind codes
+_COMPILED = {labelings.CHAIN: "ChainCRF", labelings.MULTICLASS: "MulticlassSVM",
+             labelings.BINARY: "BinarySVM", labelings.MULTILABEL_INDEPENDENT: "MultiLabel",
+             labelings.MULTILABEL_TREE: "MultiLabel", labelings.MULTILABEL_FULL: "MultiLabel",
+             labelings.CANDIDATES: "CandidateSet"}
+
+
 def structure_kind(problem):
     """The kind (:data:`KINDS`) of a packed problem."""
     if not getattr(problem, "dense_oracles", False):
@@ -130,11 +150,16 @@ def structure_kind(problem):
     return "binary_graph" if problem.constrained else "graph"
 
 
-def refusal(solver, kind, options=()):
+def refusal(solver, kind, options=(), structure=None):
     """The declared message refusing ``solver`` (a :data:`SOLVERS` name or a solver's own
-    :class:`Capabilities`) on structures of ``kind`` with ``options``, or None when the cell
-    is supported."""
+    :class:`Capabilities`) on structures of ``kind`` (a compiled one named ``structure``, its
+    class name, where known) with ``options``, or None when the cell is supported."""
     caps = solver if isinstance(solver, Capabilities) else SOLVERS[solver]
+    if kind == "compiled" and caps.structures is not None and structure is not None:
+        names, reason = caps.structures
+        if structure not in names:
+            return (f"{caps.name} does not train {structure}, only {' and '.join(names)}: "
+                    f"{reason}.")
     for (where, option), reason in caps.refused.items():
         together = () if option is None else (option,) if isinstance(option, str) else option
         if where in (None, kind) and set(together) <= set(options):
@@ -146,7 +171,9 @@ def refusal(solver, kind, options=()):
 
 def check(solver, problem, options=()):
     """Raise the declared ``ValueError`` when the cell is not supported (before any fit)."""
-    message = refusal(solver, structure_kind(problem), options)
+    kind = structure_kind(problem)
+    structure = _COMPILED.get(problem.kind) if kind == "compiled" else None
+    message = refusal(solver, kind, options, structure)
     if message is not None:
         raise ValueError(message)
 
@@ -174,7 +201,9 @@ def support_table():
                 continue
             missing = [" and ".join(OPTIONS[o] for o in ((opt,) if isinstance(opt, str) else opt))
                        for where, opt in caps.refused if where in (None, kind) and opt]
-            cells.append("yes" + (f", not {', '.join(missing)}" if missing else ""))
+            which = ("yes" if kind != "compiled" or caps.structures is None
+                     else f"{', '.join(caps.structures[0])} only")
+            cells.append(which + (f", not {', '.join(missing)}" if missing else ""))
         rows.append(f"| `{caps.name}` | " + " | ".join(cells)
                     + f" | {PENALTIES[caps.penalties]} | {caps.certificate} | {caps.path} |")
     return "\n".join(rows)
