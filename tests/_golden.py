@@ -64,7 +64,8 @@ def _structures():
 
 
 def _estimators():
-    from sklearn_ssvm import BCFWStructuredSVM, BMRMStructuredSVM, SmoothSSVMClassifier
+    from sklearn_ssvm import (BCFWStructuredSVM, BMRMStructuredSVM, PragamStructuredSVM,
+                              SmoothSSVMClassifier)
     # recorded without the cache, which "auto" turns on for graphs since issue 28
     bcfw = dict(alpha=0.1, tol=1e-4, max_iter=40, random_state=0, cache=False)
     # a fixed learning rate but in one cell: its search costs a second a fit on graphs
@@ -87,6 +88,7 @@ def _estimators():
         "agm-continuation": lambda s: SmoothSSVMClassifier(
             s, solver="agm", smoothing="entropy", top_k=None, alpha=0.1, max_iter=60),
         "casimir-svrg-l1": lambda s: SmoothSSVMClassifier(s, l1_ratio=0.3, **smooth),
+        "pragam-structured": lambda s: PragamStructuredSVM(s, alpha=0.1, tol=1e-4, max_iter=200),
     }
 
 
