@@ -124,3 +124,31 @@ def generator(random_state):
     if isinstance(random_state, np.random.RandomState):
         random_state = random_state.randint(2**31)
     return np.random.default_rng(random_state)
+
+
+def sparsified(coef, primal, dual, strong, limit, primal_of):
+    """Zero the entries of ``coef`` below the largest threshold whose point keeps the certified
+    gap ``primal_of(point) - dual`` within ``limit``; returns the point and its primal value.
+
+    Solvers that average iterates (AGM's model points, the stochastic solvers' epochs) leave
+    tiny entries where an l1 penalty's optimum has zeros. A primal objective ``lambda_2``-
+    strongly convex (the elastic net's L2 part) puts the optimum within ``r = sqrt(2 gap /
+    lambda_2)`` of ``coef``, so only entries below ``r`` can be zeros of it: the thresholds
+    run from ``1e-6 r`` to ``r``, one exact primal evaluation each, and stop at the first that
+    costs too much.
+    """
+    gap = primal - dual
+    if not (0.0 < gap < np.inf and strong > 0):
+        return coef, primal
+    zeros = np.count_nonzero(coef == 0.0)
+    for threshold in np.sqrt(2.0 * gap / strong) * np.logspace(-6, 0, 7):
+        trial = np.where(np.abs(coef) > threshold, coef, 0.0)
+        n_zeros = np.count_nonzero(trial == 0.0)
+        if n_zeros == zeros:
+            continue
+        value = primal_of(trial)
+        if value - dual > limit:
+            break
+        coef, primal, zeros = trial, value, n_zeros
+    return coef, primal
+

@@ -35,7 +35,7 @@ from .._kernels.pragam import hinge_objective, project_q2_into
 from .._kernels.smoothed import ENTROPY
 from ..penalties import ElasticNet, as_penalty
 from . import capabilities
-from ._common import Clock, ProgressBar, kernel_threads, stop_requested
+from ._common import Clock, ProgressBar, kernel_threads, sparsified, stop_requested
 from .base import Solver
 from .catalyst import SMOOTHING_FLOOR
 from .pragam import LIPSCHITZ_FLOOR, sigma_max_sq
@@ -292,31 +292,17 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
 
 
 def _sparsified(oracle, by_avg, best, tol):
-    """Zero the entries of the best point below the largest threshold whose point keeps the
-    certified gap within twice the best's (and within ``tol``, where the run converged).
+    """:func:`~sklearn_ssvm.solvers._common.sparsified` on the best point, kept within twice
+    its certified gap (and within ``tol``, where the run converged): AGM's iterates average
+    model points (tiny chains: the optimum's zeros exactly, once the gap is about 1e-7 of the
+    objective)."""
+    def primal_of(w):
+        return oracle.certificate(w, oracle.value(w, oracle.image(w))[1], by_avg)[0]
 
-    AGM's iterates average model points, so an l1 part of ``Psi`` leaves tiny entries where
-    the optimum has zeros. Strong convexity (``lambda_2 > 0``) puts the optimum within
-    ``r = sqrt(2 gap / lambda_2)`` of the point, so only entries below ``r`` may be zeros of
-    it: the thresholds run from ``1e-6 r`` to ``r``, one exact primal pass each, and stop at
-    the first that costs too much (tiny chains: the optimum's zeros exactly, once the gap is
-    about 1e-7 of the objective)."""
-    coef, dual = best["coef"], best["dual"]
-    gap = best["primal"] - dual
-    if not (0.0 < gap < np.inf and oracle.strong > 0):
-        return
-    limit = min(2.0 * gap, tol)
-    zeros = np.count_nonzero(coef == 0.0)
-    for threshold in np.sqrt(2.0 * gap / oracle.strong) * np.logspace(-6, 0, 7):
-        trial = np.where(np.abs(coef) > threshold, coef, 0.0)
-        if np.count_nonzero(trial == 0.0) == zeros:
-            continue
-        primal = oracle.certificate(trial, oracle.value(trial, oracle.image(trial))[1],
-                                    by_avg)[0]
-        if primal - dual > limit:
-            break
-        best.update(primal=primal, coef=trial)
-        zeros = np.count_nonzero(trial == 0.0)
+    limit = min(2.0 * (best["primal"] - best["dual"]), tol)
+    coef, primal = sparsified(best["coef"], best["primal"], best["dual"], oracle.strong, limit,
+                              primal_of)
+    best.update(coef=coef, primal=primal)
 
 
 # -- binary hinge ---------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from .._kernels.penalty import soft_line_search
 from .._kernels.stochastic import (RSUM, S, R, WSUM, flush, lazy_state, prox_steps,
                                    stochastic_steps)
 from . import capabilities
-from ._common import Clock, ProgressBar, kernel_threads, stop_requested
+from ._common import Clock, ProgressBar, kernel_threads, sparsified, stop_requested
 from ._common import dense_oracles as _dense
 from .base import Solver
 from .catalyst import catalyst, delta_schedule, stopping_test
@@ -229,10 +229,14 @@ def objective(problem, coef, penalty):
 
 class Monitor:
     """Per-epoch history (spec 000 §6.3): non-smooth objective, certified gap, oracle calls,
-    solver seconds (wall and CPU, evaluation excluded); progress bar; the stopping test."""
+    solver seconds (wall and CPU, evaluation excluded); progress bar; the stopping test. With
+    ``sparsify`` (a solver that targets the non-smooth objective) and an l1 part, the result
+    zeros what the certificate allows (:func:`~sklearn_ssvm.solvers._common.sparsified`)."""
 
-    def __init__(self, problem, penalty, tol, max_iter, verbose, desc, callback):
+    def __init__(self, problem, penalty, tol, max_iter, verbose, desc, callback,
+                 sparsify=False):
         self.problem, self.penalty, self.tol = problem, penalty, tol
+        self.sparsify = sparsify
         self.callback = callback
         self.stopped = False  # the callback asked to stop
         self.clock = Clock()
@@ -268,10 +272,15 @@ class Monitor:
         reason = "" if np.isfinite(last["gap"]) else "no full pass computed a dual value yet"
         if not reason and not getattr(self.problem, "certified", True):
             reason = "an approximate oracle ran: the primal compares its (too low) maxima"
+        value, dual = last["objective"], last["dual_objective"]
+        if self.sparsify and self.penalty.l1 > 0 and not reason:  # averaged iterates
+            coef, value = sparsified(coef, value, dual, self.penalty.c,
+                                     self.tol if converged else value - dual,
+                                     lambda w: objective(self.problem, w, self.penalty))
         return SmoothResult(coef=coef, n_iter=n_iter, n_oracle_calls=oracle_calls,
-                            objective=last["objective"], dual_objective=last["dual_objective"],
-                            duality_gap=last["gap"], gap_certified=not reason,
-                            gap_reason=reason, converged=converged, history=self.history)
+                            objective=value, dual_objective=dual, duality_gap=value - dual,
+                            gap_certified=not reason, gap_reason=reason, converged=converged,
+                            history=self.history)
 
 
 def svrg(problem, penalty, smoothing, *, learning_rate, max_iter=50, tol=0.0, warmup=0,
@@ -414,7 +423,9 @@ def casimir_svrg(problem, penalty, smoothing, *, learning_rate, mu_schedule="exp
     n = problem.n_samples
     w0 = np.zeros(problem.n_params) if init is None else np.array(init, dtype=float)
     kappa = base.c if kappa is None else float(kappa)
-    monitor = Monitor(problem, base, tol, max_iter, verbose, "Casimir-SVRG", callback)
+    # a decreasing smoothing targets the SSVM itself, whose zeros the result may then show
+    monitor = Monitor(problem, base, tol, max_iter, verbose, "Casimir-SVRG", callback,
+                      sparsify=mu_schedule != "const")
     snaps, epochs = {}, {}  # per outer iteration: the last full gradient, SVRG epochs run
 
     def inner(z, w_start, mu_k, kappa_k, k):
