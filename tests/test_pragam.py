@@ -223,6 +223,9 @@ def test_errors_and_failed_fit_keeps_the_fitted_state():
         clf.fit(np.full((40, 2), np.nan), y)
     with pytest.raises(ValueError):
         clf.fit(X[:, :2], y[:10])
+    for text in ("x", [["a", "b"]] * 40):  # numpy's words were about converting one string
+        with pytest.raises(ValueError, match="X must hold real numbers"):
+            clf.fit(text, y[:1] if text == "x" else y)
     with pytest.raises(ValueError, match="solver='agm-primal'"):
         PragamSVC(loss="f1").fit(X, y)
     np.testing.assert_array_equal(clf.coef_, coef)

@@ -28,6 +28,13 @@ MAX_UNSCALED = 2.0**20
 def _numeric(X):
     """``X``, its numbers stored as objects converted; text refused in our words (numpy's
     would be about its conversion of one string)."""
+    if not (sp.issparse(X) or isinstance(X, np.ndarray)):  # lists, scalars, strings
+        try:
+            converted = np.asarray(X)
+        except (TypeError, ValueError):  # ragged: scikit-learn's validation says so
+            return X
+        if converted.dtype == object or converted.dtype.kind in "USV":
+            X = converted
     if isinstance(X, np.ndarray) and X.dtype == object:
         return as_real_array(X, "X")
     if isinstance(X, np.ndarray) and X.dtype.kind in "USV":
