@@ -325,7 +325,7 @@ def run(name, n_cases, log):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     X, Y, est, then = apply_defect(defect, kind, X, Y, est, draw, rng)
-            except (ValueError, TypeError):
+            except (ValueError, TypeError, IndexError):  # IndexError: no features of X=None
                 continue
             applied.append(defect)
             if then is not None:
