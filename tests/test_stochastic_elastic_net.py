@@ -287,8 +287,8 @@ def test_casimir_certifies_the_nonsmooth_elastic_net_optimum(tiny):
     """Casimir-SVRG with a decreasing top-K smoothing approaches the non-smooth optimum (the
     QP), with a certified gap that bounds objective - P* at every epoch and shrinks with it.
     Not to 1e-6: as mu_k -> 0 the steps follow mu_k down to their 1/k floor. The last iterate
-    averages one epoch, which leaves tiny entries at the QP's zeros; the result zeros those the
-    certificate allows (the objective no worse, so the gap no larger): zeros of the QP."""
+    averages one epoch, which leaves tiny entries at the QP's zeros; the result zeros those
+    whose removal raises the objective by at most 1e-3 of it (and the gap): zeros of the QP."""
     problem, penalty, _, p_star, w_qp = tiny
     sm = smooth.Smoothing(*smoothing_code("l2", 5, problem.kind), 0.5)
     res = smooth.casimir_svrg(problem, penalty, sm, learning_rate=0.5, max_iter=600,
@@ -297,7 +297,8 @@ def test_casimir_certifies_the_nonsmooth_elastic_net_optimum(tiny):
         assert record["gap"] >= record["objective"] - p_star - 1e-9
     assert res.objective - p_star < 1e-3 and res.duality_gap < 1e-3
     assert res.duality_gap < 1e-4 * res.history[0]["gap"]
-    assert res.duality_gap <= res.history[-1]["gap"]
+    last = res.history[-1]
+    assert res.objective <= last["objective"] + min(last["gap"], 1e-3 * last["objective"])
     assert res.objective == pytest.approx(smooth.objective(problem, res.coef, penalty),
                                           rel=1e-12)
     optimal_zeros = np.abs(w_qp) < 1e-9

@@ -126,20 +126,29 @@ def generator(random_state):
     return np.random.default_rng(random_state)
 
 
-def sparsified(coef, primal, dual, strong, limit, primal_of):
-    """Zero the entries of ``coef`` below the largest threshold whose point keeps the certified
-    gap ``primal_of(point) - dual`` within ``limit``; returns the point and its primal value.
+#: how much a zeroed point may raise the objective, relative to it (and at most by the gap)
+ZEROING_SLACK = 1e-3
+
+
+def sparsified(coef, primal, dual, strong, tol, primal_of):
+    """Zero the entries of ``coef`` below the largest threshold whose point keeps the objective
+    ``primal_of(point)`` within ``min(gap, ZEROING_SLACK |primal|)`` of ``primal`` (and the
+    certified gap within ``tol``: pass ``inf`` for a run that did not converge); returns the
+    point and its objective.
 
     Solvers that average iterates (AGM's model points, the stochastic solvers' epochs) leave
     tiny entries where an l1 penalty's optimum has zeros. A primal objective ``lambda_2``-
     strongly convex (the elastic net's L2 part) puts the optimum within ``r = sqrt(2 gap /
     lambda_2)`` of ``coef``, so only entries below ``r`` can be zeros of it: the thresholds
     run from ``1e-6 r`` to ``r``, one exact primal evaluation each, and stop at the first that
-    costs too much.
+    costs too much. The slack lets a near-optimal point lose the tiny entries whose removal
+    costs a second-order rise; a loose certificate (a gap much larger than the objective's
+    excess) cannot buy a worse model.
     """
     gap = primal - dual
     if not (0.0 < gap < np.inf and strong > 0):
         return coef, primal
+    limit = min(primal + min(gap, ZEROING_SLACK * abs(primal)), dual + tol)
     zeros = np.count_nonzero(coef == 0.0)
     for threshold in np.sqrt(2.0 * gap / strong) * np.logspace(-6, 0, 7):
         trial = np.where(np.abs(coef) > threshold, coef, 0.0)
@@ -147,8 +156,7 @@ def sparsified(coef, primal, dual, strong, limit, primal_of):
         if n_zeros == zeros:
             continue
         value = primal_of(trial)
-        if value - dual > limit:
+        if value > limit:
             break
         coef, primal, zeros = trial, value, n_zeros
     return coef, primal
-

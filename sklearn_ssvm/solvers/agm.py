@@ -292,15 +292,13 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
 
 
 def _sparsified(oracle, by_avg, best, tol):
-    """:func:`~sklearn_ssvm.solvers._common.sparsified` on the best point, kept within twice
-    its certified gap (and within ``tol``, where the run converged): AGM's iterates average
-    model points (tiny chains: the optimum's zeros exactly, once the gap is about 1e-7 of the
-    objective)."""
+    """:func:`~sklearn_ssvm.solvers._common.sparsified` on the best point: AGM's iterates
+    average model points (tiny chains: the optimum's zeros exactly, once the gap is about 1e-5
+    of the objective)."""
     def primal_of(w):
         return oracle.certificate(w, oracle.value(w, oracle.image(w))[1], by_avg)[0]
 
-    limit = min(2.0 * (best["primal"] - best["dual"]), tol)
-    coef, primal = sparsified(best["coef"], best["primal"], best["dual"], oracle.strong, limit,
+    coef, primal = sparsified(best["coef"], best["primal"], best["dual"], oracle.strong, tol,
                               primal_of)
     best.update(coef=coef, primal=primal)
 

@@ -275,7 +275,7 @@ class Monitor:
         value, dual = last["objective"], last["dual_objective"]
         if self.sparsify and self.penalty.l1 > 0 and not reason:  # averaged iterates
             coef, value = sparsified(coef, value, dual, self.penalty.c,
-                                     self.tol if converged else value - dual,
+                                     self.tol if converged else np.inf,
                                      lambda w: objective(self.problem, w, self.penalty))
         return SmoothResult(coef=coef, n_iter=n_iter, n_oracle_calls=oracle_calls,
                             objective=value, dual_objective=dual, duality_gap=value - dual,
