@@ -202,10 +202,10 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
         Iterations between certificates (each may cost an exact oracle pass).
     stall_checks : int or None
         End the run, unconverged, once the best gap after ``k >= stall_checks`` certificates
-        is more than half the best after ``k // 2`` and at most ``stall_gap``: AGM's own error
-        falls as ``1/k^2``, so a gap that doubling the iterations does not halve is the
-        smoothing's bias (:func:`agm_structured`'s continuation then smooths less). None: run
-        on.
+        is more than 0.9 of the best after ``k // 2`` and at most ``stall_gap``: AGM's own
+        error falls as ``1/k^2`` (or geometrically, strongly convex), so a gap that doubling
+        the iterations lowers by less than 10% is the smoothing's bias
+        (:func:`agm_structured`'s continuation then smooths less). None: run on.
     stall_gap : float
         The gap a stalled run must have reached (a warm-started run must first beat its
         start, whose own dual point it lacks).
@@ -624,7 +624,8 @@ def agm_structured(problem, penalty, mu, *, memory="inf", tol=1e-3, max_iter=100
         Iterations between certificates (one max-oracle pass each).
     continuation : bool
         Smooth less whenever the gap stalls above ``tol``: the run stops once doubling its
-        iterations no longer halves the gap (``agm_solve``'s ``stall_checks``), and a new run
+        iterations lowers the gap by less than 10% (``agm_solve``'s ``stall_checks``; halving
+        it, the rule ended runs at small ``mu`` that were still descending), and a new run
         at ``mu / CONTINUATION_FACTOR`` starts from its best point (the prox-centre ``x0``),
         until the gap is within ``tol``, ``max_iter`` is spent or ``mu`` reaches
         ``SMOOTHING_FLOOR`` of its start. Each run's certificate bounds the same non-smooth
