@@ -350,9 +350,6 @@ class PragamStructuredSVM(StructuredEstimator):
         self.verbose = verbose
         self.n_jobs = n_jobs
 
-    def _warm_startable(self):
-        return False
-
     def _solver(self, problem, loss_scale):
         return StructuredPragam(tol=self.tol * loss_scale, max_iter=self.max_iter,
                                 verbose=self.verbose, n_jobs=self.n_jobs)

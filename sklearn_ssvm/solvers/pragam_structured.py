@@ -89,15 +89,10 @@ class SimplexDual:
         a[self.gold] = self.mass
         return a
 
-    def primal(self, coef, alpha):
-        """``J(coef)``."""
-        hinge = np.maximum.reduceat(self.violations(coef), self.offsets[:-1])
+    def primal(self, coef, violations, alpha):
+        """``J(coef)`` from ``violations(coef)``."""
+        hinge = np.maximum.reduceat(violations, self.offsets[:-1])
         return 0.5 * alpha * coef @ coef + self.mass @ hinge
-
-    def dual(self, a, alpha):
-        """``D(a)`` and ``w(a)``."""
-        g = self.features(a)
-        return a @ self.loss - g @ g / (2.0 * alpha), g / alpha
 
     def lipschitz(self, alpha, seed=0):
         """``sigma_max(Delta)^2 / lambda`` by power iteration, with a safety factor."""
@@ -164,7 +159,8 @@ def pragam_structured(problem, alpha, *, tol=1e-3, max_iter=1000, lipschitz=None
         best = dict(primal=np.inf, dual=-np.inf, coef=w, dual_coef=a)
         history, converged = [], False
         for k in range(max_iter + 1):
-            primal = dual.primal(w, alpha)
+            violations = dual.violations(w)  # the primal's and (23)'s
+            primal = dual.primal(w, violations, alpha)
             dual_value = a @ dual.loss - g_a @ g_a / (2.0 * alpha)
             if primal < best["primal"]:
                 best.update(primal=primal, coef=w)
@@ -181,7 +177,7 @@ def pragam_structured(problem, alpha, *, tol=1e-3, max_iter=1000, lipschitz=None
             if converged or k == max_iter or stop_requested():
                 break
             # (23): the smoothed maximiser at w_k, prox-centred at the true outputs
-            a_mu = dual.project(centre + dual.violations(w) / mu)
+            a_mu = dual.project(centre + violations / mu)
             while True:
                 tau = (2.0 * mu / (mu + np.sqrt(mu * mu + 4.0 * L_k * mu)) if adaptive
                        else 2.0 / (k + 3.0))
