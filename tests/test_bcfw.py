@@ -713,9 +713,10 @@ def test_sparse_difference_matches_the_dense_statistics(kind):
             W_dense = rng.normal(size=(problem.n_features, C))
             W_sparse = W_dense.copy()
             add_outer_into(problem.indptr, problem.indices, problem.data, tok[i], tok[i + 1],
-                           D, -0.7, W_dense)
+                           D, -0.7, W_dense, False)
+            # the atomic additions of parallel steps add the same
             add_entries_outer(problem.indptr, problem.indices, problem.data, tok[i], rows, cols,
-                              vals, n_s, -0.7, W_sparse)
+                              vals, n_s, -0.7, W_sparse, True)
             np.testing.assert_allclose(W_sparse, W_dense, atol=1e-12)
 
 

@@ -474,7 +474,9 @@ def test_add_outer_into_rows_of_any_sparsity():
     for r in range(25):
         k = [0, 1, 2, 6, 7, C][r % 6]  # 4 * k >= C switches to the dense sweep
         D[r, rng.choice(C, size=k, replace=False)] = rng.normal(size=k)
-    W = rng.normal(size=(30, C))
-    expected = W - 0.7 * (X[10:35].T @ D)
-    add_outer_into(X.indptr, X.indices, X.data, 10, 35, D, -0.7, W)
-    np.testing.assert_allclose(W, expected, rtol=1e-12, atol=1e-12)
+    W0 = rng.normal(size=(30, C))
+    expected = W0 - 0.7 * (X[10:35].T @ D)
+    for atomic in (False, True):
+        W = W0.copy()
+        add_outer_into(X.indptr, X.indices, X.data, 10, 35, D, -0.7, W, atomic)
+        np.testing.assert_allclose(W, expected, rtol=1e-12, atol=1e-12)

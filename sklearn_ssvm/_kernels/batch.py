@@ -92,7 +92,7 @@ def weights_from_state(packed, M, Q, scale, sample_weight, W, theta):
         dq = -Q[i].copy()
         add_stats(kind, y[node_off[i]:node_off[i + 1]], 1.0, D, dq, example_graph(packed, i))
         s = scale * sample_weight[i]
-        add_outer_into(indptr, indices, data, t0, t0 + T, D, s, W)
+        add_outer_into(indptr, indices, data, t0, t0 + T, D, s, W, False)
         for j in range(theta.shape[0]):
             theta[j] += s * dq[j]
 

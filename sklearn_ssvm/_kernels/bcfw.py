@@ -28,6 +28,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from .atomic import add_into
 from .batch import max_length
 from .labelings import (FALSE, GRAPH, TRUE, add_stats, example_graph, expected_score, label_loss,
                         labeling_score, oracle_one_kind, oracle_work_size, stats_difference)
@@ -250,18 +251,18 @@ def _soft(v, t):
 
 
 @njit(cache=True, nogil=True)
-def _move_gathered(touched_row, touched_col, direction, m, gamma, kappa, W, theta, Wc, theta_c):
+def _move_gathered(touched_row, touched_col, direction, m, gamma, kappa, W, theta, Wc, theta_c,
+                   atomic):
     """``v += gamma * direction`` on the gathered coordinates of ``v = (W, theta)`` (see
-    ``_gather_direction``), and the scoring weights ``(Wc, theta_c) = soft(v, kappa)`` there."""
+    ``_gather_direction``; atomic additions with ``atomic``), and the scoring weights
+    ``(Wc, theta_c) = soft(v, kappa)`` there."""
     for j in range(m):
         r = touched_row[j]
         c = touched_col[j]
         if r >= 0:
-            W[r, c] += gamma * direction[j]
-            Wc[r, c] = _soft(W[r, c], kappa)
+            Wc[r, c] = _soft(add_into(W, (r, c), gamma * direction[j], atomic), kappa)
         else:
-            theta[c] += gamma * direction[j]
-            theta_c[c] = _soft(theta[c], kappa)
+            theta_c[c] = _soft(add_into(theta, c, gamma * direction[j], atomic), kappa)
 
 
 #: the model a pass updates and scores with: ``v = (W, theta)``, the scoring weights
@@ -283,7 +284,7 @@ PassAverages = namedtuple("PassAverages", "step0 VM VQ Vell")
 
 
 def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, start,
-              drop_when_full=False):
+              drop_when_full=False, shared=False):
     """Steps ``start .. n_steps - 1`` of a pass, one block each, with exact line searches.
 
     The arrays come bundled: ``packed`` (``labelings.Packed``), ``model`` (``PassWeights``),
@@ -345,22 +346,28 @@ def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, st
     ``gamma = gamma_max``, the drop step of spec 002 §10.3. It is a descent direction (the
     corner maximises ``H_i``); the objective can rise only when the lightest weight exceeds
     twice the line search's step, and the dual point stays feasible, so certificates hold.
+
+    ``shared``: other threads run passes over other blocks on the same weights at the same
+    time (``solvers.bcfw``'s parallel passes): every addition into ``(W, theta)`` is then
+    atomic (``atomic.add_into``), so none is lost. Without bounds or averaging only.
     """
     kernel = _pass_kernel(int(packed.kind), model.kappa > 0.0,
-                          store.step_type != FW or bool(store.use_cache))
+                          store.step_type != FW or bool(store.use_cache), bool(shared))
     return kernel(packed, gram, gram_off, model, dual, schedule, store, averages, start,
                   drop_when_full)
 
 
 @functools.lru_cache(maxsize=None)
-def _pass_kernel(structure_kind, elastic_net, atoms):
+def _pass_kernel(structure_kind, elastic_net, atoms, shared):
     """``bcfw_pass`` compiled for one structure kind, with or without the elastic net's line
     search (``elastic_net``) and the atom store (``atoms``: pairwise or away steps, or the
     cache): closure constants (ints and bools, which numba's cache keys on), so that numba
     prunes the other branches and a plain Frank-Wolfe fit of a chain with the L2 penalty
     compiles neither the other kinds' oracles, the line search's sort nor the active-set
     bookkeeping. (Only the inlined oracle takes the constant: a constant argument of a compiled
-    kernel would compile it once more, for that literal.)"""
+    kernel would compile it once more, for that literal.) ``shared`` likewise: atomic additions
+    into the weights, or plain ones (the one-thread pass compiles no atomic operation)."""
+
     @njit(cache=True, nogil=True)
     def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, start,
                   drop_when_full):
@@ -596,15 +603,16 @@ def _pass_kernel(structure_kind, elastic_net, atoms):
                     Q[i, j] += gamma * dq[j]
             if soft:
                 _move_gathered(touched_row, touched_col, direction, m, gamma, kappa, W, theta, Wc,
-                               theta_c)
+                               theta_c, shared)
             elif sparse_steps:
                 for e in range(n_q):
-                    theta[q_index[e]] += step * q_vals[e]
-                add_entries_outer(indptr, indices, data, t0, rows, cols, vals, n_s, step, W)
+                    add_into(theta, q_index[e], step * q_vals[e], shared)
+                add_entries_outer(indptr, indices, data, t0, rows, cols, vals, n_s, step, W,
+                                  shared)
             else:
                 for j in range(p):
-                    theta[j] += step * dq[j]
-                add_outer_into(indptr, indices, data, t0, t0 + T, D, step, W)
+                    add_into(theta, j, step * dq[j], shared)
+                add_outer_into(indptr, indices, data, t0, t0 + T, D, step, W, shared)
             if bounded:
                 clip_rows(indptr, indices, t0, t0 + T, W, lower_W, upper_W, Wc)
                 for j in range(p):

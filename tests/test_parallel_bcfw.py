@@ -1,0 +1,146 @@
+"""BCFW's block steps on several threads: feasible duals, exact certificates, no lost update.
+
+With ``n_jobs > 1`` the threads step disjoint blocks at once on shared weights (the
+asynchronous scheme of ``solvers.bcfw._Steps.parallel_pass``). Their interleaving follows the
+scheduler, so these tests check what must hold whatever it is: every block stays on its
+simplex, the weights are the dual point's own (``v = A alpha``: no addition lost), the gap is
+the exact one, and the objective is the sequential fit's within both gaps. ``n_jobs=1`` runs
+the sequential code, which the golden results pin bit for bit (``test_golden.py``).
+"""
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from numba import njit
+
+from sklearn_ssvm import (BCFWStructuredSVM, CandidateSet, ChainCRF, MulticlassSVM, MultiLabel)
+from sklearn_ssvm._kernels.atomic import add_into
+from sklearn_ssvm._kernels.sparse import token_gram
+from sklearn_ssvm._kernels.threads import use_threads
+from sklearn_ssvm.datasets import make_chain_data
+from sklearn_ssvm.penalties import ElasticNet
+from sklearn_ssvm.solvers.bcfw import (MIN_BLOCKS_PER_THREAD, bcfw, certificate, parallel_steps,
+                                       primal_point, weights)
+from sklearn_ssvm.structures._problem import label_space
+
+
+@njit(nogil=True)
+def _hammer(W, n, atomic):
+    for k in range(n):
+        add_into(W, (k % 2, k % 3), 1.0, atomic)
+        add_into(W[0], k % 3, 0.5, atomic)
+
+
+def test_atomic_additions_lose_nothing_across_threads():
+    W = np.zeros((2, 3))
+    _hammer(W, 6, True)  # compile before timing the race
+    W[:] = 0.0
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda _: _hammer(W, 300_000, True), range(2)))
+    assert W.sum() == 2 * 300_000 * 1.5
+    assert np.array_equal(W[1], [100_000.0] * 3)
+
+
+def test_plain_additions_match_the_plain_operator():
+    W = np.zeros((2, 3))
+    _hammer(W, 7, False)
+    expected = np.zeros((2, 3))
+    for k in range(7):
+        expected[k % 2, k % 3] += 1.0
+        expected[0, k % 3] += 0.5
+    assert np.array_equal(W, expected)
+
+
+def test_token_gram_on_threads_equals_one_thread():
+    X, Y = make_chain_data(n_samples=40, n_features=6, n_labels=3, random_state=0)
+    problem = ChainCRF().prepare(X, Y)
+    args = (problem.indptr, problem.indices, problem.data, problem.tok_offsets,
+            problem.n_features)
+    gram, offsets = token_gram(*args)
+    with use_threads(2):
+        gram2, offsets2 = token_gram(*args)
+    assert np.array_equal(offsets, offsets2) and np.array_equal(gram, gram2)
+    X0 = problem.token_matrix()[problem.tok_offsets[3]:problem.tok_offsets[4]].toarray()
+    np.testing.assert_allclose(gram[offsets[3]:offsets[4]], (X0 @ X0.T).ravel())
+
+
+def _problem(kind, rng):
+    n = 2 * MIN_BLOCKS_PER_THREAD
+    if kind == "chain":
+        X, Y = make_chain_data(n_samples=n, n_features=6, n_labels=3, random_state=0)
+        return ChainCRF(normalize_loss=False).prepare(X, Y)
+    if kind == "multiclass":
+        X = rng.normal(size=(n, 5))
+        return MulticlassSVM().prepare(X, np.argmax(X[:, :3] + rng.normal(size=(n, 3)), axis=1))
+    if kind == "multilabel":
+        X = rng.normal(size=(n, 4))
+        return MultiLabel(pairwise="tree").prepare(X, (X[:, :3] + rng.normal(size=(n, 3)) > 0))
+    X = [rng.normal(size=(4, 3)) for _ in range(n)]
+    return CandidateSet().prepare(X, [np.where(np.arange(4) == np.argmax(x[:, 0]), 0.0, 1.0)
+                                      for x in X])
+
+
+@pytest.mark.parametrize("kind, settings", [
+    ("chain", dict(step="pairwise")),
+    ("chain", dict(step="away", cache=True)),
+    ("chain", dict(step="pairwise", sampling="perm", max_active=2, l1=0.05)),
+    ("multiclass", dict(step="fw")),
+    ("multilabel", dict(step="pairwise")),
+    ("candidates", dict(step="pairwise")),
+])
+def test_parallel_steps_keep_the_dual_feasible_and_the_gap_exact(kind, settings):
+    rng = np.random.default_rng(0)
+    problem = _problem(kind, rng)
+    settings = dict(settings)
+    alpha = 0.1
+    penalty = ElasticNet(alpha, settings.pop("l1", 0.0))
+    assert parallel_steps(problem, averaging=False, bounded=False, threads=2)
+    sequential = bcfw(problem, penalty, max_iter=60, tol=1e-4, random_state=0, **settings)
+    parallel = bcfw(problem, penalty, max_iter=60, tol=1e-4, random_state=0, n_jobs=2,
+                    **settings)
+    assert parallel.gap_certified and parallel.duality_gap <= 1e-2 * sequential.objective
+    space = label_space(problem)
+    # every block on its simplex
+    if settings["step"] != "fw" or settings.get("cache"):
+        atoms = parallel.active_sets
+        live = np.arange(atoms.room) < atoms.count[:, None]
+        assert np.all(atoms.weights >= 0.0) and np.all(atoms.weights[~live] == 0.0)
+        np.testing.assert_allclose(atoms.weights.sum(axis=1), 1.0, rtol=1e-12)
+    # the weights are the dual point's own, and its certificate the exact one
+    v = weights(problem, parallel.state, penalty)
+    np.testing.assert_allclose(parallel.coef, primal_point(v, penalty), atol=1e-10)
+    again = certificate(problem, parallel.state, v, penalty)
+    np.testing.assert_allclose([again.primal, again.dual], [parallel.objective,
+                                                            parallel.dual_objective],
+                               rtol=1e-9, atol=1e-12)
+    # both fits within their gaps of one optimum
+    assert abs(parallel.objective - sequential.objective) <= (parallel.duality_gap
+                                                              + sequential.duality_gap + 1e-12)
+    assert space.n_samples == problem.n_samples
+
+
+def test_parallel_steps_decline_what_numbers_or_clips_the_steps():
+    X, Y = make_chain_data(n_samples=2 * MIN_BLOCKS_PER_THREAD, n_features=3, n_labels=2,
+                           random_state=0)
+    problem = ChainCRF().prepare(X, Y)
+    assert parallel_steps(problem, averaging=False, bounded=False, threads=2)
+    assert not parallel_steps(problem, averaging=True, bounded=False, threads=2)
+    assert not parallel_steps(problem, averaging=False, bounded=True, threads=2)
+    assert not parallel_steps(problem, averaging=False, bounded=False, threads=3)
+    # those fits run their steps on one thread: only the exact-gap passes are threaded, and
+    # the fit is the one-thread fit's
+    one, two = (bcfw(problem, 0.1, averaging=True, max_iter=20, random_state=0, n_jobs=n_jobs)
+                for n_jobs in (1, 2))
+    assert np.array_equal(one.coef, two.coef) and one.duality_gap == two.duality_gap
+
+
+def test_estimator_on_two_threads_reaches_the_sequential_fit():
+    X, Y = make_chain_data(n_samples=2 * MIN_BLOCKS_PER_THREAD, n_features=6, n_labels=3,
+                           random_state=1)
+    one = BCFWStructuredSVM(ChainCRF(), alpha=0.05, tol=1e-4, random_state=0).fit(X, Y)
+    two = BCFWStructuredSVM(ChainCRF(), alpha=0.05, tol=1e-4, random_state=0,
+                            n_jobs=2).fit(X, Y)
+    assert two.duality_gap_ <= 1e-4 * two.loss_scale_
+    # strong convexity: ||w - w*||^2 <= 2 gap / alpha for each, so the two are that close
+    assert np.linalg.norm(one.coef_ - two.coef_) <= (np.sqrt(2 * one.duality_gap_ / 0.05)
+                                                      + np.sqrt(2 * two.duality_gap_ / 0.05))
