@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from sklearn_ssvm import (BCFWStructuredSVM, CandidateSet, ChainCRF, MulticlassSVM, MultiLabel)
+from sklearn_ssvm import BCFWStructuredSVM, CandidateSet, ChainCRF, MulticlassSVM
 from sklearn_ssvm._kernels.atomic import add_into
 from sklearn_ssvm._kernels.sparse import token_gram
 from sklearn_ssvm._kernels.threads import use_threads
@@ -72,9 +72,6 @@ def _problem(kind, rng):
     if kind == "multiclass":
         X = rng.normal(size=(n, 5))
         return MulticlassSVM().prepare(X, np.argmax(X[:, :3] + rng.normal(size=(n, 3)), axis=1))
-    if kind == "multilabel":
-        X = rng.normal(size=(n, 4))
-        return MultiLabel(pairwise="tree").prepare(X, (X[:, :3] + rng.normal(size=(n, 3)) > 0))
     X = [rng.normal(size=(4, 3)) for _ in range(n)]
     return CandidateSet().prepare(X, [np.where(np.arange(4) == np.argmax(x[:, 0]), 0.0, 1.0)
                                       for x in X])
@@ -82,12 +79,10 @@ def _problem(kind, rng):
 
 @pytest.mark.parametrize("kind, settings", [
     ("chain", dict(step="pairwise")),
-    ("chain", dict(step="away", cache=True)),
     ("chain", dict(step="pairwise", sampling="perm", max_active=2, l1=0.05)),
     ("multiclass", dict(step="fw")),
-    ("multilabel", dict(step="pairwise")),
-    ("candidates", dict(step="pairwise")),
-])
+    ("candidates", dict(step="away", cache=True)),
+])  # each case compiles its parallel pass: one per step kind, store and penalty
 def test_parallel_steps_keep_the_dual_feasible_and_the_gap_exact(kind, settings):
     rng = np.random.default_rng(0)
     problem = _problem(kind, rng)

@@ -1,0 +1,91 @@
+"""One BCFW fit on a dask cluster (``solvers.bcfw_cluster``): the same certified optimum as on
+one machine, an exact distributed gap, and a clear error when a worker is lost mid-fit."""
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from sklearn_ssvm import ChainCRF
+from sklearn_ssvm.datasets import make_chain_data
+from sklearn_ssvm.solvers.bcfw import bcfw
+from sklearn_ssvm.solvers.bcfw_cluster import bcfw_cluster
+
+distributed = pytest.importorskip("distributed")
+
+ALPHA = 0.05
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def problem():
+    X, Y = make_chain_data(n_samples=200, n_features=6, n_labels=3, random_state=0)
+    return ChainCRF(normalize_loss=False).prepare(X, Y)
+
+
+def primal(problem, coef):
+    """The objective at ``coef``, computed here: the certificate's primal, independently."""
+    return ALPHA / 2 * coef @ coef + problem.hinge_losses(coef).mean()
+
+
+def test_cluster_fit_reaches_the_local_optimum_with_an_exact_gap(client, problem):
+    tol = 1e-3
+    local = bcfw(problem, ALPHA, tol=1e-8, max_iter=2000, step="pairwise", random_state=0)
+    fit = bcfw_cluster(client, problem, ALPHA, tol=tol, max_iter=300, random_state=0)
+    assert fit.converged and fit.duality_gap <= tol
+    # its primal is the objective at its coef, and the gap bounds the distance to the optimum
+    np.testing.assert_allclose(fit.objective, primal(problem, fit.coef), rtol=1e-10)
+    assert fit.objective - local.dual_objective <= fit.duality_gap + local.duality_gap + 1e-12
+    assert fit.dual_objective <= local.objective + 1e-12
+    # strong convexity: ||w - w*||^2 <= 2 gap / alpha
+    bound = np.sqrt(2 * fit.duality_gap / ALPHA) + np.sqrt(2 * local.duality_gap / ALPHA)
+    assert np.linalg.norm(fit.coef - local.coef) <= bound
+    gaps = [r["gap"] for r in fit.history if np.isfinite(r["gap"])]
+    assert len(gaps) == fit.n_iter
+
+
+def test_cluster_fit_refuses_what_it_cannot_scale(client, problem):
+    from sklearn_ssvm.penalties import ElasticNet
+    with pytest.raises(ValueError, match="L2 penalty only"):
+        bcfw_cluster(client, problem, ElasticNet(ALPHA, 0.01))
+    with pytest.raises(ValueError, match="sample weights"):
+        bcfw_cluster(client, problem.with_sample_weight(np.arange(1.0, 201.0)), ALPHA)
+
+
+def test_a_worker_lost_mid_fit_gives_a_clear_error_or_a_certified_fit(problem):
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        outcome = {}
+
+        def fit():
+            try:  # tol=0: the rounds go on until max_iter, or the loss stops them
+                outcome["fit"] = bcfw_cluster(client, problem, ALPHA, tol=0.0, max_iter=400,
+                                              random_state=0)
+            except RuntimeError as exc:
+                outcome["error"] = exc
+        thread = threading.Thread(target=fit)
+        thread.start()
+        time.sleep(3.0)
+        assert thread.is_alive(), "the fit ended before the worker could be killed"
+        worker = sorted(client.scheduler_info()["workers"])[0]
+        try:
+            client.run(os._exit, 1, workers=[worker])
+        except Exception:  # the worker dies before it answers
+            pass
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+    if "error" in outcome:
+        assert "worker was lost" in str(outcome["error"])
+    else:  # dask recomputed the lost partitions: the result must still be certified exactly
+        fit = outcome["fit"]
+        np.testing.assert_allclose(fit.objective, primal(problem, fit.coef), rtol=1e-10)
+        assert fit.duality_gap >= 0.0
