@@ -438,22 +438,21 @@ class _Steps:
         """
         executor, threads = pool
         n = estimates.shape[0]
-        n_chunks = min(n, threads)
-        chunk_of = np.arange(n) % n_chunks
-        steps = np.bincount(chunk_of[order], minlength=n_chunks)
+        owner = np.arange(n) % threads
+        steps = np.bincount(owner[order], minlength=threads)
         if sampling == "gap":
-            mass = np.bincount(chunk_of, np.where(np.isinf(estimates), 0.0,
-                                                  np.maximum(estimates, 0.0)), n_chunks)
+            mass = np.bincount(owner, np.where(np.isinf(estimates), 0.0,
+                                               np.maximum(estimates, 0.0)), threads)
             rest = n - order.shape[0]
             if rest > 0 and mass.sum() > 0.0:
                 drawn = np.searchsorted(np.cumsum(mass), uniforms[:rest] * mass.sum(), "right")
-                steps += np.bincount(np.minimum(drawn, n_chunks - 1), minlength=n_chunks)
+                steps += np.bincount(np.minimum(drawn, threads - 1), minlength=threads)
         schedules, members = [], []
-        for c in range(n_chunks):
-            mine = chunk_of == c
-            # the chunk's own estimates: the other blocks weigh 0 in its sampler
-            schedules.append(PassSchedule(order[mine[order]], int(steps[c]),
-                                          rng.random(steps[c]), sampling == "gap", -1.0,
+        for t in range(threads):
+            mine = owner == t
+            # the thread's own estimates: the other blocks weigh 0 in its sampler
+            schedules.append(PassSchedule(order[mine[order]], int(steps[t]),
+                                          rng.random(steps[t]), sampling == "gap", -1.0,
                                           np.where(mine, estimates, 0.0)))
             members.append(mine)
         results = self._until_done(schedules, store, 0, executor)

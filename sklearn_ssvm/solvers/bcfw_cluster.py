@@ -18,16 +18,16 @@ sum of the block gaps, exact on the cluster as on one machine.
 A lost worker loses its partitions' dual blocks with it: the fit then raises a ``RuntimeError``
 that says so (refit), never a model certified from a partial dual point.
 """
+import copy
 import operator
 
 import numpy as np
 
-from .._kernels.batch import weights_from_state
 from .._kernels.bcfw import PassDual, PassWeights, state_from_atoms
 from ..penalties import as_penalty
 from ..structures._problem import label_space
 from ._common import Clock, generator
-from .bcfw import STEPS, ActiveSets, DualState, _Steps
+from .bcfw import STEPS, ActiveSets, DualState, _Steps, weights
 from .result import SolverResult, history_record
 
 __all__ = ["bcfw_cluster"]
@@ -57,8 +57,7 @@ def _local_round(part, v, c, n_partitions, passes, step, max_active):
     returns the partition (a new object: dask keeps task results immutable) and its change
     of ``v``."""
     problem = part.problem
-    new = _Partition.__new__(_Partition)
-    new.__dict__.update(part.__dict__)
+    new = copy.copy(part)
     new.state, new.atoms = part.state.copy(), part.atoms.copy()
     new.estimates = part.estimates.copy()
     local = v.copy()
@@ -87,11 +86,8 @@ def _local_weights(part, c, step):
     if step != "fw":
         state_from_atoms(problem.packed(), part.atoms.labels, part.atoms.weights, part.atoms.count,
                          part.state.M, part.state.Q, part.state.ell_blocks, part.block_n())
-    W = np.zeros((problem.n_features, problem.n_codes))
-    theta = np.zeros(problem.n_pair)
-    weights_from_state(problem.packed(), part.state.M, part.state.Q,
-                       1.0 / (c * part.n_total), problem.sample_weight, W, theta)
-    return np.concatenate([W.ravel(), theta])
+    # the partition's own v is A_k alpha_k / n_k (unweighted): rescaled to the global 1 / n
+    return weights(problem, part.state, c) * (problem.n_samples / part.n_total)
 
 
 def _local_certificate(part, w):
