@@ -1,4 +1,5 @@
 """Fixtures and hooks shared by the test modules."""
+import pytest
 
 
 def _fuzz_module(items):
@@ -19,3 +20,14 @@ def pytest_sessionfinish(session):
     module, _ = _fuzz_module(getattr(session, "items", []))
     if module is not None:
         module.stop_unfinished()
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A client of a 2-worker dask cluster in this process (threads: quick to start), the
+    current one while the module's tests run; skips without ``distributed``."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client, client.as_current():
+        yield client

@@ -1,5 +1,6 @@
-"""One BCFW fit on a dask cluster (``solvers.bcfw_cluster``): the same certified optimum as on
-one machine, an exact distributed gap, and a clear error when a worker is lost mid-fit."""
+"""One BCFW fit on a dask cluster (``solvers.bcfw_cluster``, ``BCFWStructuredSVM(cluster=True)``):
+the same certified optimum as on one machine, an exact distributed gap, and a clear error when a
+worker is lost mid-fit."""
 import os
 import threading
 import time
@@ -7,8 +8,9 @@ import time
 import numpy as np
 import pytest
 
-from sklearn_ssvm import ChainCRF
+from sklearn_ssvm import BCFWStructuredSVM, BCFWStructuredSVMCV, ChainCRF
 from sklearn_ssvm.datasets import make_chain_data
+from sklearn_ssvm.model_selection import regularization_path
 from sklearn_ssvm.solvers.bcfw import bcfw
 from sklearn_ssvm.solvers.bcfw_cluster import bcfw_cluster
 
@@ -89,3 +91,47 @@ def test_a_worker_lost_mid_fit_gives_a_clear_error_or_a_certified_fit(problem):
         fit = outcome["fit"]
         np.testing.assert_allclose(fit.objective, primal(problem, fit.coef), rtol=1e-10)
         assert fit.duality_gap >= 0.0
+
+
+# -- the estimator: BCFWStructuredSVM(cluster=True) on the current client --------------------
+
+def chains():
+    return make_chain_data(n_samples=200, n_features=6, n_labels=3, random_state=0)
+
+
+def test_the_estimator_fits_on_the_cluster_within_the_gap_bound_of_the_local_fit(client):
+    X, Y = chains()
+    settings = dict(alpha=ALPHA, tol=1e-3, max_iter=300, random_state=0)
+    local = BCFWStructuredSVM(ChainCRF(normalize_loss=False), **settings).fit(X, Y)
+    with client.as_current():
+        fit = BCFWStructuredSVM(ChainCRF(normalize_loss=False), cluster=True,
+                                gap_check=1, **settings).fit(X, Y)
+    # the same certified relative gap, the same fitted attributes
+    assert fit.converged_ and fit.duality_gap_ <= 1e-3 * fit.loss_scale_
+    assert fit.gap_certified_ and fit.dual_state_ is None and fit.n_cache_hits_ == 0
+    np.testing.assert_allclose(fit.primal_objective_, fit.primal_objective(X, Y), rtol=1e-10)
+    # strong convexity: both within sqrt(2 gap / alpha) of the optimum
+    bound = np.sqrt(2 * fit.duality_gap_ / ALPHA) + np.sqrt(2 * local.duality_gap_ / ALPHA)
+    assert np.linalg.norm(fit.coef_ - local.coef_) <= bound
+    assert np.mean(np.concatenate(fit.predict(X)) == np.concatenate(local.predict(X))) > 0.95
+
+
+def test_the_estimator_refuses_what_the_cluster_does_not_keep(client):
+    X, Y = chains()
+    with client.as_current():
+        cases = [(dict(l1_ratio=0.5), "does not train the compiled structures with l1_ratio"),
+                 (dict(averaging=True, step="fw"), "averaging=True"),
+                 (dict(warm_start=True), "warm_start=True"),
+                 (dict(cache=True), "oracle cache")]
+        for settings, message in cases:
+            est = BCFWStructuredSVM(ChainCRF(), cluster=True, max_iter=2, **settings)
+            with pytest.raises(ValueError, match=message):
+                est.fit(X, Y)
+            assert not hasattr(est, "coef_")
+        with pytest.raises(ValueError, match="sample_weight"):
+            BCFWStructuredSVM(ChainCRF(), cluster=True).fit(X, Y, sample_weight=np.arange(
+                1.0, 201.0))
+        # the CV's folds warm-start from each other: it has no cluster option
+        assert "cluster" not in BCFWStructuredSVMCV(ChainCRF()).get_params()
+        with pytest.raises(ValueError, match="Certified paths run on one machine"):
+            regularization_path(BCFWStructuredSVM(ChainCRF(), cluster=True), X, Y)

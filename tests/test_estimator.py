@@ -190,3 +190,19 @@ def test_sparsify_keeps_every_prediction_and_shrinks_the_pickle(make):
     warm.fit(X, Y).sparsify().fit(X, Y)  # a warm start from a sparse coef_
     assert not sp.issparse(warm.coef_)
     np.testing.assert_array_equal(est.densify().coef_, coef)
+
+
+def test_a_cluster_fit_without_a_dask_client_says_how_to_start_one():
+    X, Y = sequences(np.random.default_rng(0))
+    est = BCFWStructuredSVM(ChainCRF(), cluster=True)
+    try:
+        from distributed import Client
+        Client.current()
+        pytest.skip("a dask client of another test is still running")
+    except ImportError:  # without distributed: the extra to install
+        with pytest.raises(ImportError, match=r"sklearn_ssvm\[distributed\]"):
+            est.fit(X, Y)
+    except ValueError:  # no client
+        with pytest.raises(ValueError, match=r"distributed\.Client\(\) for a local cluster"):
+            est.fit(X, Y)
+    assert not hasattr(est, "coef_")

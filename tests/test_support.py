@@ -20,6 +20,9 @@ from sklearn_ssvm.solvers.capabilities import OPTIONS, SOLVERS, refusal, support
 ESTIMATORS = {
     "bcfw": lambda s, **kw: BCFWStructuredSVM(s, alpha=0.1, step=kw.pop("step", "pairwise"),
                                               max_iter=20, random_state=0, **kw),
+    "bcfw-cluster": lambda s, **kw: BCFWStructuredSVM(s, alpha=0.1, cluster=True,
+                                                      step=kw.pop("step", "pairwise"),
+                                                      max_iter=20, random_state=0, **kw),
     "bmrm": lambda s, **kw: BMRMStructuredSVM(s, alpha=0.1, max_iter=30, **kw),
     "stochastic": lambda s, **kw: SmoothSSVMClassifier(s, alpha=0.1, max_iter=3,
                                                        learning_rate=0.1, random_state=0, **kw),
@@ -56,7 +59,9 @@ def test_every_solver_has_an_estimator_and_every_option_a_request():
 
 
 @pytest.mark.parametrize("solver, structure, option", CELLS)
-def test_cell_fits_or_is_refused_as_declared(solver, structure, option):
+def test_cell_fits_or_is_refused_as_declared(solver, structure, option, request):
+    if solver == "bcfw-cluster":  # its fits run on the current dask client
+        request.getfixturevalue("dask_client")
     make_structure, data = _structures()[structure]
     X, Y = _data(data)
     settings, asked = ASK.get(option, ({}, ()))
@@ -79,8 +84,10 @@ def test_cell_fits_or_is_refused_as_declared(solver, structure, option):
 
 
 @pytest.mark.parametrize("solver", sorted(SOLVERS))
-def test_grid_path_for_every_solver(solver):
+def test_grid_path_for_every_solver(solver, request):
     """Every solver walks a grid of alpha, warm-started where it declares warm starts."""
+    if solver == "bcfw-cluster":
+        request.getfixturevalue("dask_client")
     X, Y = _data("candidates")
     structure = _structures()["candidates"][0]()
     with warnings.catch_warnings():
@@ -100,7 +107,8 @@ def test_user_guide_table_is_generated():
 def _solver_runs():
     """Every solver called directly on small data: ``{name: () -> result}``."""
     from sklearn_ssvm import ChainCRF, MulticlassSVM
-    from sklearn_ssvm.solvers import agm, bcfw, bmrm, pragam, pragam_structured, smooth
+    from sklearn_ssvm.solvers import (agm, bcfw, bcfw_cluster, bmrm, pragam, pragam_structured,
+                                      smooth)
     from sklearn_ssvm.structures.base import smoothing_code
 
     X, Y = _data("chain")
@@ -112,6 +120,8 @@ def _solver_runs():
     stochastic = dict(learning_rate=0.1, max_iter=3, random_state=0)
     return {
         "bcfw": lambda: bcfw.bcfw(problem, 0.1, max_iter=3, random_state=0),
+        "bcfw-cluster": lambda: bcfw_cluster.bcfw_cluster(bcfw_cluster.current_client(), problem,
+                                                          0.1, max_iter=3, random_state=0),
         "bmrm": lambda: bmrm.bmrm(problem, 0.1, max_iter=3),
         "svrg": lambda: smooth.svrg(problem, 0.1, l2, **stochastic),
         "sgd": lambda: smooth.sgd(problem, 0.1, l2, **stochastic),
@@ -125,9 +135,12 @@ def _solver_runs():
 
 
 @pytest.mark.parametrize("name", sorted(_solver_runs()))
-def test_every_solver_returns_one_shape(name):
+def test_every_solver_returns_one_shape(name, request):
     """One result shape: a ``SolverResult`` whose history has the common columns."""
     from sklearn_ssvm.solvers.result import HISTORY_COLUMNS, SolverResult
+
+    if name == "bcfw-cluster":
+        request.getfixturevalue("dask_client")
 
     result = _solver_runs()[name]()
     assert isinstance(result, SolverResult)

@@ -25,6 +25,7 @@ from sklearn_ssvm.solvers import capabilities
 from sklearn_ssvm.solvers.agm import AGM
 from sklearn_ssvm.solvers.base import Solver
 from sklearn_ssvm.solvers.bcfw import BCFW
+from sklearn_ssvm.solvers.bcfw_cluster import BCFWCluster
 from sklearn_ssvm.solvers.bmrm import BMRM, structured_oracle
 from sklearn_ssvm.solvers.capabilities import Capabilities
 from sklearn_ssvm.solvers.prox_linear import ProxLinear
@@ -340,7 +341,8 @@ def test_batch_fw_walks_a_warm_grid_and_refuses_what_it_declares():
 def _solvers():
     smoothing = Smoothing(ENTROPY, 1, 0.1)
     stochastic = dict(smoothing=smoothing, learning_rate=0.1, max_iter=2, random_state=0)
-    return {"bcfw": BCFW(max_iter=3), "bmrm": BMRM(max_iter=3),
+    return {"bcfw": BCFW(max_iter=3), "bcfw-cluster": BCFWCluster(max_iter=3),
+            "bmrm": BMRM(max_iter=3),
             "sgd": Stochastic(method="sgd", **stochastic),
             "svrg": Stochastic(method="svrg", **stochastic),
             "casimir-svrg": Stochastic(method="casimir-svrg", **stochastic),
@@ -352,10 +354,12 @@ def _solvers():
 
 
 @pytest.mark.parametrize("name", sorted(_solvers()))
-def test_solver_contract(name):
+def test_solver_contract(name, request):
     """Every :class:`Solver`: a :class:`SolverResult` with finite coefficients, the common
     history columns and a labelled gap; a warm start from its own result; a penalty it does
     not take refused with the declared message before any work."""
+    if name == "bcfw-cluster":  # it runs on the current dask client
+        request.getfixturevalue("dask_client")
     solver = _solvers()[name]
     if name == "prox-linear":
         X, Y = _data("candidates")

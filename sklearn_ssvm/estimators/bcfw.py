@@ -6,6 +6,7 @@ from sklearn.base import clone
 from .._validation import Interval, Options
 from ..solvers.bcfw import (BCFW, BCFWResult, DualState, keep_primal_rescale,
                             rescale_active_sets, transfer_blocks)
+from ..solvers.bcfw_cluster import BCFWCluster
 from .base import StructuredEstimator, training_key
 
 
@@ -116,6 +117,19 @@ class BCFWStructuredSVM(StructuredEstimator):
         but not reproducible bit for bit: the steps interleave as the scheduler runs them.
         Averaging, ``coef_bounds`` and graph structures keep their steps on one thread. None:
         1 unless ``joblib.parallel_config(n_jobs=...)`` says otherwise; -1: all cores.
+    cluster : bool, default=False
+        Fit on the cluster of the current dask client (``distributed.Client(...)`` made
+        before ``fit``): the examples are split into one partition per worker, sent once and
+        kept there with their dual blocks; each round runs a BCFW pass on every partition at
+        ``alpha / K`` (CoCoA+'s safe aggregation over ``K`` partitions) and adds the
+        partitions' changes of ``w``, which travel sparse
+        (:class:`~sklearn_ssvm.solvers.bcfw_cluster.BCFWCluster`). ``max_iter`` counts
+        rounds, ``gap_check`` rounds between the exact certificates, computed on the cluster.
+        The L2 penalty, the compiled structures, without ``sample_weight``, averaging,
+        bounds, the cache or ``warm_start``; a worker lost mid-fit raises a
+        ``RuntimeError``. ``K`` partitions need about ``K`` times the rounds that one
+        process needs passes: use it when the data do not fit one machine (see
+        ``doc/scaling.md``).
 
     Attributes
     ----------
@@ -178,12 +192,13 @@ class BCFWStructuredSVM(StructuredEstimator):
         "max_active": [None, Interval(Integral, 1, None, closed="left")],
         "coef_bounds": [None, Options({"positive_pairwise"}), tuple, list],
         "averaging": ["boolean"],
+        "cluster": ["boolean"],
     }
 
     def __init__(self, structure, alpha=None, l1_ratio=0.0, max_iter=200, tol=3e-3,
                  gap_check=10, sampling="gap", step="pairwise", cache="auto", cache_size=50,
                  max_active=64, coef_bounds=None, averaging=False, random_state=None, verbose=0,
-                 warm_start=False, n_jobs=None):
+                 warm_start=False, n_jobs=None, cluster=False):
         self.structure = structure
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -201,6 +216,7 @@ class BCFWStructuredSVM(StructuredEstimator):
         self.verbose = verbose
         self.warm_start = warm_start
         self.n_jobs = n_jobs
+        self.cluster = cluster
 
     def _warm_startable(self):
         # the dual state of a previous fit (kept with warm_start=True; estimators built from a
@@ -208,6 +224,8 @@ class BCFWStructuredSVM(StructuredEstimator):
         return getattr(self, "dual_state_", None) is not None
 
     def _solver(self, problem, loss_scale):
+        if getattr(self, "cluster", False):  # the CV estimator has no cluster option
+            return self._cluster_solver(problem, loss_scale)
         bounds = self.coef_bounds
         if isinstance(bounds, str):  # "positive_pairwise": the structure's attractive box
             bounds = problem.pairwise_bounds()
@@ -216,6 +234,19 @@ class BCFWStructuredSVM(StructuredEstimator):
                     cache_size=self.cache_size, max_active=self.max_active, bounds=bounds,
                     averaging=self.averaging, random_state=self.random_state,
                     n_jobs=self.n_jobs, verbose=self.verbose)
+
+    def _cluster_solver(self, problem, loss_scale):
+        """``cluster=True``: the cluster's solver, refusing (before any fit) what it does not
+        keep; the cells of its capabilities are refused by ``solver.check``."""
+        if self.warm_start:
+            raise ValueError("cluster=True does not take warm_start=True: the dual blocks of "
+                             "a cluster fit stay on its workers. Set warm_start=False.")
+        if self.cache is True:  # "auto": none on the compiled structures it trains
+            raise ValueError("cluster=True runs without the oracle cache: set cache=False "
+                             "(or 'auto').")
+        return BCFWCluster(max_iter=self.max_iter, tol=self.tol * loss_scale,
+                           gap_check=self.gap_check, step=self.step, sampling=self.sampling,
+                           max_active=self.max_active, random_state=self.random_state)
 
     def _solve(self, solver, problem, alpha, previous, loss_scale):
         # the dual state has one block per example, its losses and labelings sized by the

@@ -294,9 +294,11 @@ def _parameter_docs(estimator_class, names):
 def _cv_signature(estimator_class, defaults):
     """The wrapped estimator's ``__init__`` signature with ``alpha``, ``l1_ratio`` and
     ``warm_start`` (the CV chooses or drives them) replaced by the CV parameters, and
-    ``defaults`` (name: value) where this CV estimator's differ."""
+    ``defaults`` (name: value) where this CV estimator's differ. Without ``cluster``: the
+    folds warm-start from each other's dual blocks, which a cluster fit keeps on its
+    workers."""
     params = list(inspect.signature(estimator_class.__init__).parameters.values())
-    keep = [p for p in params if p.name not in ("alpha", "l1_ratio", "warm_start")]
+    keep = [p for p in params if p.name not in ("alpha", "l1_ratio", "warm_start", "cluster")]
     elastic = any(p.name == "l1_ratio" for p in params)  # else the L2 penalty only
     cv = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
           for name, default in zip(CV_PARAMS, CV_DEFAULTS) if elastic or name != "l1_ratios"]

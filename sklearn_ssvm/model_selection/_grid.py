@@ -236,9 +236,9 @@ def _grid_by_estimator(estimator, structure, problem, X, Y, alphas, tol, warm_st
     previous = None
     scale = problem.loss_scale()
     template = clone(estimator).set_params(tol=tol / scale)
-    if "warm_start" in template.get_params():  # estimators without warm starts have none
-        template.set_params(warm_start=True)
     solver = template._solver(problem, scale)  # what it declares: whether it warm-starts
+    if solver.capabilities.warm_start and "warm_start" in template.get_params():
+        template.set_params(warm_start=True)
     for a in alphas:
         fit = clone(template).set_params(alpha=a)
         t = time.perf_counter()

@@ -105,6 +105,10 @@ def _certified_path_refusal(estimator):
                 f"pairwise table), which like box constraints breaks Prop. 1's rescaling (spec "
                 f"002 §8.2); grid_search_path solves it on a grid. GraphCRF has no such "
                 f"constraint.")
+    if getattr(estimator, "cluster", False):
+        return ("Certified paths run on one machine (they carry the dual blocks from one alpha "
+                "to the next, and a cluster fit keeps them on its workers); grid_search_path "
+                "solves cluster=True fits on a grid, cold.")
     if estimator.l1_ratio != 0:
         return ("Certified paths with an l1 penalty (l1_ratio > 0) are not implemented: Alg. 6 "
                 "and Prop. 1 are the L2 penalty's (spec 002 §8); grid_search_path solves them "

@@ -92,6 +92,21 @@ SOLVERS = {
         certificate="exact duality gap (eq. (5)), certified where the oracle is exact or "
                     "bounds its maxima (TRW-S)",
         warm_start=True, path="certified eps-path under L2 without bounds (BinaryGraphCRF: grid)"),
+    "bcfw-cluster": Capabilities(
+        name="BCFWStructuredSVM(cluster=True)",
+        options=("elastic_net", "away", "averaging", "bounds", "box", "sample_weight"),
+        penalties="l2",
+        refused={("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES,
+                 (None, "elastic_net"): "CoCoA+'s safe aggregation scales the curvature of "
+                                        "the squared norm; the soft-threshold's dual has "
+                                        "other pieces",
+                 (None, "averaging"): "the partitions' steps form no one sequence to "
+                                      "number",
+                 (None, "bounds"): "a round's local weights move K times the true change, "
+                                   "and a box's projection does not commute with that scaling",
+                 (None, "sample_weight"): "its partitions give every block the share 1 / n"},
+        certificate="exact duality gap (eq. (5)), summed over the partitions on the cluster",
+        warm_start=False, path="grid (cold)"),
     "bmrm": Capabilities(
         name="BMRMStructuredSVM", options=("sample_weight",), penalties="l2",
         refused={("binary_graph", None): "its cutting-plane model keeps no constraint on coef, "
