@@ -432,28 +432,35 @@ class _Steps:
         behind, and adds its change atomically (``bcfw_pass(..., shared=True)``), so none is
         lost. No two threads touch one block, so the dual point stays a product of simplices
         (feasible) and every certificate, computed from it, is exact. The steps' interleaving
-        follows the scheduler: such fits are certified, not reproducible bit for bit. The pass
-        ends early (an exact check follows) when the estimates sum below ``exit_below`` after
-        it. Returns ``(done, hits, stopped_early)``.
+        follows the scheduler: such fits are certified, not reproducible bit for bit. Each
+        thread stops early once its blocks' estimates sum below their share of
+        ``exit_below``; an exact check follows when the estimates sum below ``exit_below``
+        after the pass. Returns ``(done, hits, stopped_early)``.
         """
         executor, threads = pool
         n = estimates.shape[0]
         owner = np.arange(n) % threads
         steps = np.bincount(owner[order], minlength=threads)
+        mass = np.bincount(owner, np.where(np.isinf(estimates), 0.0,
+                                           np.maximum(estimates, 0.0)), threads)
         if sampling == "gap":
-            mass = np.bincount(owner, np.where(np.isinf(estimates), 0.0,
-                                               np.maximum(estimates, 0.0)), threads)
             rest = n - order.shape[0]
             if rest > 0 and mass.sum() > 0.0:
                 drawn = np.searchsorted(np.cumsum(mass), uniforms[:rest] * mass.sum(), "right")
                 steps += np.bincount(np.minimum(drawn, threads - 1), minlength=threads)
+        # a thread stops once its blocks' estimates sum below its share of exit_below (their
+        # share of the sum now): when all have, the sum is below exit_below, as in a pass
+        # that stops early on one thread
+        exits = np.full(threads, exit_below)
+        if exit_below >= 0.0 and mass.sum() > 0.0:
+            exits = exit_below * mass / mass.sum()
         schedules, members = [], []
         for t in range(threads):
             mine = owner == t
             # the thread's own estimates: the other blocks weigh 0 in its sampler
             schedules.append(PassSchedule(order[mine[order]], int(steps[t]),
-                                          rng.random(steps[t]), sampling == "gap", -1.0,
-                                          np.where(mine, estimates, 0.0)))
+                                          rng.random(steps[t]), sampling == "gap",
+                                          float(exits[t]), np.where(mine, estimates, 0.0)))
             members.append(mine)
         results = self._until_done(schedules, store, 0, executor)
         for schedule, mine in zip(schedules, members):
