@@ -201,7 +201,9 @@ def bcfw_cluster(client, problem, penalty, *, n_partitions=None, local_passes=1,
                                   for lo, hi in zip(bounds[:-1], bounds[1:])])
         parts = [client.submit(_new_partition, subset, n, seed, room, problem.n_params,
                                pure=False) for subset, seed in zip(subsets, seeds)]
-        update = client.scatter(_Change(v), broadcast=True)
+        # scattered to one worker, which the others fetch from: a broadcast's replication
+        # retries a lost worker for minutes, where a lost copy fails the round's tasks at once
+        update = client.scatter(_Change(v))
         for it in range(1, max_iter + 1):
             rounds = [client.submit(_local_round, part, update, c, n_partitions,
                                     local_passes, step, sampling, max_active, pure=False)
@@ -213,12 +215,12 @@ def bcfw_cluster(client, problem, penalty, *, n_partitions=None, local_passes=1,
             for change in changes:
                 change.add_to(delta)
             v = v + delta
-            update = client.scatter(_Change(delta), broadcast=True)
+            update = client.scatter(_Change(delta))
             record = history_record(iter=it, oracle_calls=it * local_passes * n)
             if it % gap_check == 0 or it == max_iter:
                 v = np.sum(client.gather([client.submit(_local_weights, part, c, step, pure=False)
                                           for part in parts]), axis=0)
-                update = shared_w = client.scatter(v, broadcast=True)
+                update = shared_w = client.scatter(v)
                 sums = np.sum(client.gather([client.submit(_local_certificate, part, shared_w,
                                                            pure=False) for part in parts]),
                               axis=0)
