@@ -196,14 +196,17 @@ def bcfw_cluster(client, problem, penalty, *, n_partitions=None, local_passes=1,
     cert = None
     converged = False
     try:
-        # scattered as a list: the partitions spread over the workers, each sent once
+        # scattered as a list: the partitions spread over the workers, each sent once. Every
+        # scatter takes a fresh key (hash=False): a content-hashed key is shared by equal data
+        # (the next fit of a grid, a zero change), and re-scattering it while the last owner's
+        # release is in flight makes the scheduler drop it ("lost dependencies", dask #3703)
         subsets = client.scatter([problem.subset(np.arange(lo, hi))
-                                  for lo, hi in zip(bounds[:-1], bounds[1:])])
+                                  for lo, hi in zip(bounds[:-1], bounds[1:])], hash=False)
         parts = [client.submit(_new_partition, subset, n, seed, room, problem.n_params,
                                pure=False) for subset, seed in zip(subsets, seeds)]
         # scattered to one worker, which the others fetch from: a broadcast's replication
         # retries a lost worker for minutes, where a lost copy fails the round's tasks at once
-        update = client.scatter(_Change(v))
+        update = client.scatter(_Change(v), hash=False)
         for it in range(1, max_iter + 1):
             rounds = [client.submit(_local_round, part, update, c, n_partitions,
                                     local_passes, step, sampling, max_active, pure=False)
@@ -215,12 +218,12 @@ def bcfw_cluster(client, problem, penalty, *, n_partitions=None, local_passes=1,
             for change in changes:
                 change.add_to(delta)
             v = v + delta
-            update = client.scatter(_Change(delta))
+            update = client.scatter(_Change(delta), hash=False)
             record = history_record(iter=it, oracle_calls=it * local_passes * n)
             if it % gap_check == 0 or it == max_iter:
                 v = np.sum(client.gather([client.submit(_local_weights, part, c, step, pure=False)
                                           for part in parts]), axis=0)
-                update = shared_w = client.scatter(v)
+                update = shared_w = client.scatter(v, hash=False)
                 sums = np.sum(client.gather([client.submit(_local_certificate, part, shared_w,
                                                            pure=False) for part in parts]),
                               axis=0)
