@@ -56,9 +56,12 @@ def test_cluster_fit_reaches_the_local_optimum_with_an_exact_gap(client, problem
 
 def test_cluster_fit_refuses_what_it_cannot_scale(client, problem):
     from sklearn_ssvm.penalties import ElasticNet
-    with pytest.raises(ValueError, match="L2 penalty only"):
+    # called directly, it refuses with the messages its capabilities declare
+    with pytest.raises(ValueError, match="with l1_ratio > 0: CoCoA"):
         bcfw_cluster(client, problem, ElasticNet(ALPHA, 0.01))
-    with pytest.raises(ValueError, match="sample weights"):
+    with pytest.raises(ValueError, match="takes the L2 penalty"):
+        bcfw_cluster(client, problem, ElasticNet(ALPHA, p=np.zeros(problem.n_params)))
+    with pytest.raises(ValueError, match="with sample_weight: its partitions"):
         bcfw_cluster(client, problem.with_sample_weight(np.arange(1.0, 201.0)), ALPHA)
 
 

@@ -166,21 +166,22 @@ def bcfw_cluster(client, problem, penalty, *, n_partitions=None, local_passes=1,
 
     Raises
     ------
+    ValueError
+        For what ``capabilities.SOLVERS["bcfw-cluster"]`` refuses (graphs, the elastic net,
+        sample weights), with its declared message, before anything is sent.
     RuntimeError
         When a worker is lost (or a task fails) mid-fit: the dual blocks of its partitions are
         gone with it, and no certified model can be returned from the rest.
     """
     penalty = as_penalty(penalty)
-    if penalty.l1 > 0 or penalty.p is not None:
-        raise ValueError("bcfw_cluster takes the L2 penalty only (its local subproblems scale "
-                         "the curvature of the squared norm).")
+    asked = {"elastic_net": penalty.l1 > 0, "sample_weight": problem.weighted}
+    capabilities.check("bcfw-cluster", problem, [option for option, on in asked.items() if on])
+    capabilities.check_penalty("bcfw-cluster", penalty)  # nor a proximal centre
     if step not in STEPS:
         raise ValueError(f"step must be one of {tuple(STEPS)}, got {step!r}.")
     if sampling not in SAMPLINGS:
         raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}.")
     problem = label_space(problem)
-    if problem.weighted:
-        raise ValueError("bcfw_cluster does not take sample weights.")
     n = problem.n_samples
     if n_partitions is None:
         n_partitions = max(1, len(client.scheduler_info()["workers"]))
