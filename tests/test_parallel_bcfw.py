@@ -14,13 +14,13 @@ import pytest
 from numba import njit
 
 from sklearn_ssvm import BCFWStructuredSVM, CandidateSet, ChainCRF, MulticlassSVM
-from sklearn_ssvm._kernels.atomic import add_into
+from sklearn_ssvm._kernels.atomic import add_count, add_into
 from sklearn_ssvm._kernels.sparse import token_gram
 from sklearn_ssvm._kernels.threads import use_threads
 from sklearn_ssvm.datasets import make_chain_data
 from sklearn_ssvm.penalties import ElasticNet
-from sklearn_ssvm.solvers.bcfw import (MIN_BLOCKS_PER_THREAD, bcfw, certificate, parallel_steps,
-                                       primal_point, weights)
+from sklearn_ssvm.solvers.bcfw import (MIN_BLOCKS_PER_THREAD, ActiveSets, bcfw, certificate,
+                                       parallel_steps, primal_point, weights)
 from sklearn_ssvm.structures._problem import label_space
 
 
@@ -49,6 +49,56 @@ def test_plain_additions_match_the_plain_operator():
         expected[k % 2, k % 3] += 1.0
         expected[0, k % 3] += 0.5
     assert np.array_equal(W, expected)
+
+
+@njit(nogil=True)
+def _take_all(counts, returned):
+    taken = 0
+    while add_count(counts, 0, -1) >= 0:
+        taken += 1
+        if taken <= returned:  # taken and not used: given back, taken again later
+            add_count(counts, 0, 1)
+            taken -= 1
+            returned -= 1
+    return taken
+
+
+def test_a_shared_count_is_taken_exactly_once_across_threads():
+    counts = np.array([3], np.int64)
+    assert _take_all(counts, 1) == 3 and counts[0] == -1 and add_count(counts, 0, 0) == -1
+    counts[0] = 400_000
+    with ThreadPoolExecutor(2) as pool:
+        taken = list(pool.map(lambda returned: _take_all(counts, returned), (0, 1000)))
+    assert sum(taken) == 400_000 and counts[0] == -2
+
+
+@pytest.mark.parametrize("room", [8, 1])
+def test_a_parallel_pass_makes_as_many_draws_as_a_sequential_one(room, monkeypatch):
+    """Gap sampling's draws come from one count that both threads take from: pass 2 (all
+    blocks visited, no early exit at ``tol=0``) makes exactly ``n`` steps, like one thread;
+    also when the atom stores start with room for one atom and grow in the passes (a thread
+    that needs room stops the other, and gives back the draw of the step it could not make)."""
+    X, Y = make_chain_data(n_samples=2 * MIN_BLOCKS_PER_THREAD, n_features=6, n_labels=3,
+                           random_state=0)
+    problem = ChainCRF().prepare(X, Y)
+    n = problem.n_samples
+    rooms = []
+    original = ActiveSets.grown
+
+    def grown(atoms, limit=None):
+        rooms.append(atoms.room)
+        return original(atoms, limit)
+    monkeypatch.setattr(ActiveSets, "grown", grown)
+    for n_jobs in (1, 2):
+        result = bcfw(problem, 0.1, max_iter=2, tol=0.0, step="pairwise", random_state=0,
+                      n_jobs=n_jobs, init_active_sets=ActiveSets.at_labels(problem, room))
+        # pass 1 visits every block, pass 2 draws n, the exact check after it calls n oracles
+        assert [record["oracle_calls"] for record in result.history] == [n, 3 * n]
+        atoms = result.active_sets
+        np.testing.assert_allclose(atoms.weights.sum(axis=1), 1.0, rtol=1e-12)
+        v = weights(problem, result.state, 0.1)
+        np.testing.assert_allclose(result.coef, v, atol=1e-10)
+    assert bool(rooms) == (room == 1)
 
 
 def test_token_gram_on_threads_equals_one_thread():

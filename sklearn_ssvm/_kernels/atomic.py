@@ -14,11 +14,12 @@ from numba.extending import intrinsic
 
 @intrinsic
 def _atomic_add(typingctx, ary, index, value):
-    """``ary[index] += value`` as one atomic read-modify-write (LLVM's ``atomicrmw fadd``:
-    a compare-and-swap loop on x86); returns the new value. ``ary`` a float64 array,
+    """``ary[index] += value`` as one atomic read-modify-write (LLVM's ``atomicrmw``: ``fadd``,
+    a compare-and-swap loop on x86, for float64; ``add`` for int64); returns the new value.
     ``index`` an integer (1-D) or a tuple of integers (one per dimension)."""
-    if not (isinstance(ary, types.Array) and ary.dtype == types.float64):
+    if not (isinstance(ary, types.Array) and ary.dtype in (types.float64, types.int64)):
         return None
+    floating = ary.dtype == types.float64
     n_index = len(index) if isinstance(index, types.BaseTuple) else 1
     if n_index != ary.ndim:
         return None
@@ -31,11 +32,11 @@ def _atomic_add(typingctx, ary, index, value):
                        in zip(cgutils.unpack_tuple(builder, args[1]), index_type)]
         else:
             indices = [context.cast(builder, args[1], index_type, types.intp)]
-        delta = context.cast(builder, args[2], value_type, types.float64)
+        delta = context.cast(builder, args[2], value_type, ary_type.dtype)
         pointer = cgutils.get_item_pointer(context, builder, ary_type, array, indices)
-        old = builder.atomic_rmw("fadd", pointer, delta, "monotonic")
-        return builder.fadd(old, delta)
-    return types.float64(ary, index, value), codegen
+        old = builder.atomic_rmw("fadd" if floating else "add", pointer, delta, "monotonic")
+        return builder.fadd(old, delta) if floating else builder.add(old, delta)
+    return ary.dtype(ary, index, value), codegen
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -46,3 +47,11 @@ def add_into(ary, index, value, atomic):
         return _atomic_add(ary, index, np.float64(value))
     ary[index] += value
     return ary[index]
+
+
+
+@njit(cache=True, nogil=True, inline="always")
+def add_count(counts, k, delta):
+    """``counts[k] += delta`` on an int64 array that threads share, as one atomic operation;
+    returns the new value (``delta = 0``: an atomic read, which sees the others' additions)."""
+    return _atomic_add(counts, k, np.int64(delta))

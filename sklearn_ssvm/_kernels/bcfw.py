@@ -28,7 +28,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .atomic import add_into
+from .atomic import add_count, add_into
 from .batch import max_length
 from .labelings import (FALSE, GRAPH, TRUE, add_stats, example_graph, expected_score, label_loss,
                         labeling_score, oracle_one_kind, oracle_work_size, stats_difference)
@@ -273,9 +273,14 @@ PassWeights = namedtuple("PassWeights", "W theta Wc theta_c lower_W upper_W lowe
                                         "upper_theta lam kappa submodular", defaults=(FALSE,))
 #: the dual blocks in label space and each block's share ``1 / block_n`` of the mean loss
 PassDual = namedtuple("PassDual", "M Q ell_blocks block_n")
-#: which blocks the steps visit: the ones known ahead, then gap sampling's draws
+#: which blocks the steps visit: the ones known ahead, then gap sampling's draws; the counts
+#: that the threads of a parallel pass share (zero size: one thread), see ``bcfw_pass``
 PassSchedule = namedtuple("PassSchedule", "first_blocks n_steps uniforms gap_sampling exit_below "
-                                          "gap_estimates")
+                                          "gap_estimates pass_counts",
+                          defaults=(np.zeros(0, np.int64),))
+#: ``pass_counts[DRAWS_LEFT]``: the draws the threads have still to make between them;
+#: ``pass_counts[WAITING]``: threads that stopped for the atom store to grow
+DRAWS_LEFT, WAITING = 0, 1
 #: the step type and the atom store, which doubles as the cache of labelings
 PassAtoms = namedtuple("PassAtoms", "step_type atom_y atom_w atom_n use_cache cache_F "
                                     "cache_min_gap")
@@ -297,6 +302,13 @@ def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, st
     its step (Alg. 1 line 6), is stored in ``gap_estimates`` (``+inf``: never visited). Once every
     block has an estimate, the pass stops early when their sum falls to ``exit_below`` or to 0
     (the heuristic exit of spec 002 §3.2: time for an exact gap).
+
+    ``pass_counts``: threads that run passes over other blocks at the same time share these
+    two counts, updated atomically. Each draw first takes one of ``pass_counts[DRAWS_LEFT]``,
+    and the pass stops when none is left: the threads' draws add up to the count, whichever
+    thread's steps are quicker. A thread that needs room (below) adds itself to
+    ``pass_counts[WAITING]``, and every thread stops at its next step as if it needed room:
+    the store can grow once none writes it, without the others first finishing their passes.
 
     ``step_type`` is ``FW``, ``PAIRWISE`` or ``AWAY``; the last two maintain the atoms. Weighted
     averaging (Lacoste-Julien et al. 2013, iterate k weighted by k): when ``VM`` has rows, the
@@ -340,7 +352,8 @@ def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, st
 
     Returns ``(steps_done, needs_room, cache_hits)``: ``needs_room`` is True when a block's atom
     store is full of active atoms and step ``steps_done`` could not be made; grow
-    ``atom_y``/``atom_w`` and call again with ``start = steps_done``. With ``drop_when_full``
+    ``atom_y``/``atom_w`` (set ``pass_counts[WAITING]`` back to 0) and call again with
+    ``start = steps_done``. With ``drop_when_full``
     (the store is at its cap) that step is made instead by moving the whole weight of the
     block's lightest atom to the oracle's corner, which takes its slot: a pairwise step with
     ``gamma = gamma_max``, the drop step of spec 002 §10.3. It is a descent direction (the
@@ -355,6 +368,16 @@ def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, st
                           store.step_type != FW or bool(store.use_cache), bool(shared))
     return kernel(packed, gram, gram_off, model, dual, schedule, store, averages, start,
                   drop_when_full)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _wait_for_room(pass_counts, pooled, drew):
+    """A parallel pass's thread stops for the store to grow: the others stop too, and the draw
+    its step took (``drew``) is given back, the step being made again after the growth."""
+    if pooled:
+        add_count(pass_counts, WAITING, 1)
+        if drew:
+            add_count(pass_counts, DRAWS_LEFT, 1)
 
 
 @functools.lru_cache(maxsize=None)
@@ -377,7 +400,8 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
         W, theta, Wc, theta_c, lower_W, upper_W, lower_theta, upper_theta, lam, kappa, \
             submodular = model
         M, Q, ell_blocks, block_n = dual
-        first_blocks, n_steps, uniforms, gap_sampling, exit_below, gap_estimates = schedule
+        first_blocks, n_steps, uniforms, gap_sampling, exit_below, gap_estimates, \
+            pass_counts = schedule
         step_type, atom_y, atom_w, atom_n, use_cache, cache_F, cache_min_gap = store
         step0, VM, VQ, Vell = averages
         n = tok_off.shape[0] - 1
@@ -437,12 +461,17 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
         n_first = first_blocks.shape[0]
         large_weights = W.shape[0] * W.shape[1] > LARGE_WEIGHTS
         drawn = -1  # the next step's gap-sampling draw, made ahead to prefetch its block
+        pooled = pass_counts.shape[0] > 0
         for b in range(start, n_steps):
             if n_unvisited == 0 and sum_tree_total(tree) <= exit_below:
                 return b, False, n_hits
+            if pooled and add_count(pass_counts, WAITING, 0) > 0:  # the store grows: stop
+                return b, True, n_hits
             if b < n_first:
                 i = first_blocks[b]
             elif gap_sampling and sum_tree_total(tree) > 0.0:
+                if pooled and add_count(pass_counts, DRAWS_LEFT, -1) < 0:  # the others drew
+                    return b, False, n_hits
                 i = drawn if drawn >= 0 else sum_tree_sample(tree, uniforms[b])
             else:
                 return b, False, n_hits
@@ -514,6 +543,7 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
                     k_star, away = _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s,
                                                 away, step_type == FW)
                     if k_star < 0 and not drop_when_full:
+                        _wait_for_room(pass_counts, pooled, b >= n_first)
                         return b, True, n_hits
             # the sampler is final for this step: draw the next block now (the draw the next step
             # would make) and fetch its data while this step updates
@@ -587,6 +617,7 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
                 k_star, away = _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s,
                                             away, FALSE)
                 if k_star < 0:
+                    _wait_for_room(pass_counts, pooled, b >= n_first)
                     return b, True, n_hits
             # the block moves by gamma (D, dq), the weights by -gamma / (lambda n) (X_i^T D (+) dq)
             step = -gamma / lam_n

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._kernels.batch import weights_from_state
-from .._kernels.bcfw import (AWAY, FW, PAIRWISE, PassAtoms, PassAverages, PassDual,
-                             PassSchedule, PassWeights, bcfw_pass, state_from_atoms)
+from .._kernels.bcfw import (AWAY, DRAWS_LEFT, FW, PAIRWISE, WAITING, PassAtoms, PassAverages,
+                             PassDual, PassSchedule, PassWeights, bcfw_pass, state_from_atoms)
 from .._kernels.labelings import CHAIN, GRAPH
 from .._kernels.threads import n_threads
 from ..penalties import as_penalty, soft_threshold
@@ -415,17 +415,19 @@ class _Steps:
         done, hits = self._until_done([schedule], store, step0, None)[0]
         return done, hits, done < n
 
-    def parallel_pass(self, order, uniforms, sampling, estimates, exit_below, store, pool,
-                      rng):
+    def parallel_pass(self, order, sampling, estimates, exit_below, store, pool, rng):
         """One pass on ``pool = (executor, threads)``: asynchronous block steps.
 
         Thread ``t`` steps the blocks ``i`` with ``i % threads == t``, as a sequential pass
         over them would: their share of ``order`` (the unvisited blocks first), then with gap
-        sampling as many draws among them as the pass's ``n`` draws over all blocks put there
-        (in proportion to their gap estimates). Smaller shares, taken by the threads as they
-        become free, would balance the threads' loads, but each share's sampler sees only its
-        blocks: at 4 shares per thread, a CoNLL-2000 fit needed 37 passes where one share per
-        thread, like one thread, needed 27.
+        sampling draws among them (in proportion to their gap estimates). The pass's draws are
+        one count that the threads take from as they go (``bcfw_pass``'s ``pass_counts``), so
+        a thread whose steps are quicker makes more of them, and none waits for the other at
+        the pass's end; a thread that fills a block's atom store stops the others, so that the
+        store grows at once. (Smaller shares of blocks, taken by the threads as they become
+        free, would balance the loads too, but each share's sampler sees only its blocks: at 4
+        shares per thread, a CoNLL-2000 fit needed 37 passes where one share per thread, like
+        one thread, needed 27.)
 
         The threads read and write the shared weights without locks (the asynchronous scheme
         of AP-BCFW, Wang et al. 2016): each step reads weights some of the others' steps
@@ -443,11 +445,10 @@ class _Steps:
         steps = np.bincount(owner[order], minlength=threads)
         mass = np.bincount(owner, np.where(np.isinf(estimates), 0.0,
                                            np.maximum(estimates, 0.0)), threads)
-        if sampling == "gap":
-            rest = n - order.shape[0]
-            if rest > 0 and mass.sum() > 0.0:
-                drawn = np.searchsorted(np.cumsum(mass), uniforms[:rest] * mass.sum(), "right")
-                steps += np.bincount(np.minimum(drawn, threads - 1), minlength=threads)
+        counts = np.zeros(2, np.int64)
+        if sampling == "gap":  # each thread may make all the draws; the count stops them
+            counts[DRAWS_LEFT] = n - order.shape[0]
+            steps += counts[DRAWS_LEFT]
         # a thread stops once its blocks' estimates sum below its share of exit_below (their
         # share of the sum now): when all have, the sum is below exit_below, as in a pass
         # that stops early on one thread
@@ -460,19 +461,21 @@ class _Steps:
             # the thread's own estimates: the other blocks weigh 0 in its sampler
             schedules.append(PassSchedule(order[mine[order]], int(steps[t]),
                                           rng.random(steps[t]), sampling == "gap",
-                                          float(exits[t]), np.where(mine, estimates, 0.0)))
+                                          float(exits[t]), np.where(mine, estimates, 0.0),
+                                          counts))
             members.append(mine)
-        results = self._until_done(schedules, store, 0, executor)
+        results = self._until_done(schedules, store, 0, executor, counts)
         for schedule, mine in zip(schedules, members):
             estimates[mine] = schedule.gap_estimates[mine]
         stopped_early = (not np.isinf(estimates).any()
                          and np.maximum(estimates, 0.0).sum() <= exit_below)
         return sum(r[0] for r in results), sum(r[1] for r in results), stopped_early
 
-    def _until_done(self, schedules, store, step0, executor):
+    def _until_done(self, schedules, store, step0, executor, counts=None):
         """Run each schedule from its start, on ``executor`` (None: on this thread); a schedule
-        that fills a block's store stops, and the store grows once every schedule has stopped
-        (none writes it then), before the rest runs. Returns ``[(done, cache_hits)]``."""
+        that fills a block's store stops (and the others with it, through the ``counts`` they
+        share on ``executor``), and the store grows once every schedule has stopped (none
+        writes it then), before the rest runs. Returns ``[(done, cache_hits)]``."""
         progress = [[0, 0] for _ in schedules]
         running = list(range(len(schedules)))
         while running:
@@ -490,6 +493,8 @@ class _Steps:
                     full.append(k)
             if full:
                 self.atoms = self.atoms.grown(self.room_limit)
+                if counts is not None:
+                    counts[WAITING] = 0
             running = full
         return progress
 
@@ -699,7 +704,7 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
                     first, uniforms, sampling, estimates, exit_below, store, steps)
             else:
                 done, pass_hits, stopped_early = steps_of.parallel_pass(
-                    first, uniforms, sampling, estimates, exit_below, store, pool, rng)
+                    first, sampling, estimates, exit_below, store, pool, rng)
             atoms = steps_of.atoms
             steps += done
             hits += pass_hits
