@@ -15,7 +15,11 @@ Three measurements, each the same total work on one thread and on ``--threads`` 
 3. The step passes of ``BCFWStructuredSVM(ChainCRF(), n_jobs=k)`` over exactly ``--passes``
    passes (``tol=0``), the threads on the shared weights (the library's parallel passes)
    against each thread on a private copy of the weights (a wrong model, timing only: what the
-   passes would cost if the threads shared nothing), and one thread. Microseconds per step.
+   passes would cost if the threads shared nothing), one thread, and one thread adding into
+   the weights atomically as the parallel passes do (the same fit to the bit: what the atomic
+   operations cost). Wall and CPU microseconds per step: on k threads the CPU time per step
+   over one thread's is how much slower each step runs when the threads run together, and the
+   wall-time ratio cannot fall below it divided by k.
 """
 import argparse
 import statistics
@@ -105,28 +109,32 @@ def oracle_pass(problem, k, repeats):
 
 
 def step_passes(X, Y, k, passes, repeats):
-    """Microseconds per step: one thread, k threads on the shared weights, k threads each on
-    a private copy of the weights."""
+    """Wall and CPU microseconds per step, ``{label: (wall, cpu)}``: one thread (plain or
+    atomic additions), k threads on the shared weights, k threads each on a private copy of
+    the weights."""
     from sklearn_ssvm import BCFWStructuredSVM, ChainCRF
     from sklearn_ssvm.solvers import bcfw
 
-    clock = {"steps": 0, "wall": 0.0}
-    private = {"on": False}
+    clock = {"steps": 0, "wall": 0.0, "cpu": 0.0}
+    variant = {"on": None}
     timed_names = ("sequential_pass", "parallel_pass")
     originals = {name: getattr(bcfw._Steps, name) for name in timed_names}
     run = bcfw._Steps._run
 
     def timed(original):
         def wrapper(self, *args, **kwargs):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             result = original(self, *args, **kwargs)
             clock["wall"] += time.perf_counter() - start
+            clock["cpu"] += time.process_time() - cpu
             clock["steps"] += result[0]
             return result
         return wrapper
 
     def maybe_private(self, schedule, store, step0, start, shared):
-        if not (shared and private["on"]):
+        if variant["on"] == "atomic":
+            return run(self, schedule, store, step0, start, True)
+        if not (shared and variant["on"] == "private"):
             return run(self, schedule, store, step0, start, shared)
         weights = self.bundles[3]
         W, theta = weights.W.copy(), weights.theta.copy()
@@ -142,15 +150,18 @@ def step_passes(X, Y, k, passes, repeats):
     try:
         results = {}
         for _ in range(repeats):
-            for label, threads, own in (("1 thread", 1, False),
-                                        (f"{k} threads, shared weights", k, False),
-                                        (f"{k} threads, private weights", k, True)):
-                clock.update(steps=0, wall=0.0)
-                private["on"] = own
+            for label, threads, how in (("1 thread", 1, None),
+                                        ("1 thread, atomic additions", 1, "atomic"),
+                                        (f"{k} threads, shared weights", k, None),
+                                        (f"{k} threads, private weights", k, "private")):
+                clock.update(steps=0, wall=0.0, cpu=0.0)
+                variant["on"] = how
                 BCFWStructuredSVM(ChainCRF(), tol=0.0, max_iter=passes, random_state=0,
                                   n_jobs=threads).fit(X, Y)
-                results.setdefault(label, []).append(1e6 * clock["wall"] / clock["steps"])
-        return {label: statistics.median(v) for label, v in results.items()}
+                results.setdefault(label, []).append(
+                    (1e6 * clock["wall"] / clock["steps"], 1e6 * clock["cpu"] / clock["steps"]))
+        return {label: tuple(statistics.median(r[j] for r in v) for j in (0, 1))
+                for label, v in results.items()}
     finally:
         for name in timed_names:
             setattr(bcfw._Steps, name, originals[name])
@@ -186,10 +197,10 @@ def main():
             for threads in (1, k):  # compile or load the kernels
                 BCFWStructuredSVM(ChainCRF(), max_iter=1, n_jobs=threads).fit(X[:600], Y[:600])
             per_step = step_passes(X, Y, k, args.passes, args.repeats)
-        one = per_step["1 thread"]
-        for label, us in per_step.items():
-            print(f"| {task}: {args.passes} step passes, {label} | {us:.2f} us/step | | "
-                  f"{us / one:.2f} |", flush=True)
+        one, one_cpu = per_step["1 thread"]
+        for label, (us, cpu) in per_step.items():
+            print(f"| {task}: {args.passes} step passes, {label} | {us:.2f} us/step | "
+                  f"CPU {cpu:.2f} us/step ({cpu / one_cpu:.2f}) | {us / one:.2f} |", flush=True)
 
 
 if __name__ == "__main__":
