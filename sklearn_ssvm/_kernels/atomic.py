@@ -49,7 +49,6 @@ def add_into(ary, index, value, atomic):
     return ary[index]
 
 
-
 @njit(cache=True, nogil=True, inline="always")
 def add_count(counts, k, delta):
     """``counts[k] += delta`` on an int64 array that threads share, as one atomic operation;

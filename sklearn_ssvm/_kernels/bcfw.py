@@ -351,14 +351,15 @@ def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, st
     argmax does not change, and the step solves the weighted dual exactly.
 
     Returns ``(steps_done, needs_room, cache_hits)``: ``needs_room`` is True when a block's atom
-    store is full of active atoms and step ``steps_done`` could not be made; grow
-    ``atom_y``/``atom_w`` (set ``pass_counts[WAITING]`` back to 0) and call again with
-    ``start = steps_done``. With ``drop_when_full``
-    (the store is at its cap) that step is made instead by moving the whole weight of the
-    block's lightest atom to the oracle's corner, which takes its slot: a pairwise step with
-    ``gamma = gamma_max``, the drop step of spec 002 §10.3. It is a descent direction (the
-    corner maximises ``H_i``); the objective can rise only when the lightest weight exceeds
-    twice the line search's step, and the dual point stays feasible, so certificates hold.
+    store is full of active atoms and step ``steps_done`` could not be made (or, on several
+    threads, another thread's could not); grow ``atom_y``/``atom_w``, set
+    ``pass_counts[WAITING]`` back to 0 and call again with ``start = steps_done``. With
+    ``drop_when_full`` (the store is at its cap) that step is made instead by moving the whole
+    weight of the block's lightest atom to the oracle's corner, which takes its slot: a pairwise
+    step with ``gamma = gamma_max``, the drop step of spec 002 §10.3. It is a descent direction
+    (the corner maximises ``H_i``); the objective can rise only when the lightest weight
+    exceeds twice the line search's step, and the dual point stays feasible, so certificates
+    hold.
 
     ``shared``: other threads run passes over other blocks on the same weights at the same
     time (``solvers.bcfw``'s parallel passes): every addition into ``(W, theta)`` is then
