@@ -131,7 +131,7 @@ def step_passes(X, Y, k, passes, repeats):
             return result
         return wrapper
 
-    def maybe_private(self, schedule, store, step0, start, shared):
+    def run_variant(self, schedule, store, step0, start, shared):
         if variant["on"] == "atomic":
             return run(self, schedule, store, step0, start, True)
         if not (shared and variant["on"] == "private"):
@@ -146,7 +146,7 @@ def step_passes(X, Y, k, passes, repeats):
 
     for name in timed_names:
         setattr(bcfw._Steps, name, timed(originals[name]))
-    bcfw._Steps._run = maybe_private
+    bcfw._Steps._run = run_variant
     try:
         results = {}
         for _ in range(repeats):
