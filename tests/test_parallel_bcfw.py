@@ -15,6 +15,7 @@ from numba import njit
 
 from sklearn_ssvm import BCFWStructuredSVM, CandidateSet, ChainCRF, MulticlassSVM
 from sklearn_ssvm._kernels.atomic import add_count, add_into
+from sklearn_ssvm._kernels.bcfw import state_from_atoms
 from sklearn_ssvm._kernels.sparse import token_gram
 from sklearn_ssvm._kernels.threads import use_threads
 from sklearn_ssvm.datasets import make_chain_data
@@ -112,6 +113,30 @@ def test_token_gram_on_threads_equals_one_thread():
     assert np.array_equal(offsets, offsets2) and np.array_equal(gram, gram2)
     X0 = problem.token_matrix()[problem.tok_offsets[3]:problem.tok_offsets[4]].toarray()
     np.testing.assert_allclose(gram[offsets[3]:offsets[4]], (X0 @ X0.T).ravel())
+
+
+def test_resync_on_threads_equals_one_thread():
+    """A parallel fit's resync: the state from the atoms the same to the bit on two threads
+    (each block's rows its own), the weights from the state equal up to rounding (the threads'
+    sums are added at the end)."""
+    X, Y = make_chain_data(n_samples=120, n_features=7, n_labels=4, random_state=1)
+    problem = ChainCRF().prepare(X, Y)
+    result = bcfw(problem, ElasticNet(0.05, 0.0), max_iter=3, step="pairwise", random_state=0)
+    atoms, space = result.active_sets, label_space(problem)
+    states = []
+    for threads in (1, 2):
+        M, Q, ell = (np.full_like(a, np.nan) for a in result.state.arrays())
+        with use_threads(threads):
+            state_from_atoms(space.packed(), atoms.labels, atoms.weights.copy(), atoms.count, M,
+                             Q, ell, space.block_n)
+        states.append((M, Q, ell))
+    for one, two in zip(*states):
+        assert not np.isnan(one).any() and np.array_equal(one, two)
+    v1 = weights(problem, result.state, 0.05)
+    v2 = weights(problem, result.state, 0.05, threads=2)
+    assert np.abs(v1).max() > 0.1
+    np.testing.assert_allclose(v2, v1, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(v1, result.coef, atol=1e-10)
 
 
 def _problem(kind, rng):

@@ -76,13 +76,19 @@ def weights_from_state(packed, M, Q, scale, sample_weight, W, theta):
     With ``scale = 1/(lambda n)`` this is ``w(alpha) = A alpha`` (spec 002 eq. (3)); solvers call
     it to resynchronise incrementally updated weights.
     """
-    kind, indptr, indices, data = packed.kind, packed.indptr, packed.indices, packed.data
-    tok_off, y, node_off = packed.tok_off, packed.y, packed.node_off
-    n = tok_off.shape[0] - 1
-    C = W.shape[1]
     W[:, :] = 0.0
     theta[:] = 0.0
-    for i in range(n):
+    add_block_weights(packed, M, Q, scale, sample_weight, W, theta, 0, packed.tok_off.shape[0] - 1)
+
+
+@njit(cache=True, nogil=True)
+def add_block_weights(packed, M, Q, scale, sample_weight, W, theta, lo, hi):
+    """Add the terms of blocks ``lo..hi-1`` of ``weights_from_state`` into ``(W, theta)``, in
+    order of the blocks."""
+    kind, indptr, indices, data = packed.kind, packed.indptr, packed.indices, packed.data
+    tok_off, y, node_off = packed.tok_off, packed.y, packed.node_off
+    C = W.shape[1]
+    for i in range(lo, hi):
         t0 = tok_off[i]
         T = tok_off[i + 1] - t0
         D = np.empty((T, C))

@@ -38,6 +38,7 @@ from .graph_oracle import graph_oracle
 from .sampling import sum_tree, sum_tree_sample, sum_tree_total, sum_tree_update
 from .sparse import (add_entries_outer, add_outer_into, clip_rows, entries_quadratic,
                      gram_quadratic, unary_scores_into)
+from .threads import run_chunks
 
 FW = 0
 PAIRWISE = 1
@@ -709,19 +710,25 @@ def project_submodular_into(theta, out):
     out[3] = theta[3] - shift
 
 
-@njit(cache=True, nogil=True)
 def state_from_atoms(packed, atom_y, atom_w, atom_n, M, Q, ell_blocks, block_n):
     """Recompute ``M, Q, ell`` from the atoms, renormalising each block's weights to sum 1
     (``ell_i`` the block's expected loss over ``block_n[i]``, see ``bcfw_pass``).
 
-    Incremental updates drift; solvers call this at every exact check (spec 002 §10.3).
+    Incremental updates drift; solvers call this at every exact check (spec 002 §10.3). Each
+    block's rows are its own: the same to the bit on the threads of ``threads.use_threads``.
     """
+    run_chunks(_blocks_from_atoms, packed.tok_off.shape[0] - 1, packed, atom_y, atom_w, atom_n,
+               M, Q, ell_blocks, block_n)
+
+
+@njit(cache=True, nogil=True)
+def _blocks_from_atoms(packed, atom_y, atom_w, atom_n, M, Q, ell_blocks, block_n, lo, hi):
+    """``state_from_atoms`` on blocks ``lo..hi-1``."""
     kind, tok_off, y, node_off, tok_loss = (packed.kind, packed.tok_off, packed.y,
                                             packed.node_off, packed.tok_loss)
-    n = tok_off.shape[0] - 1
-    M[:, :] = 0.0
-    Q[:, :] = 0.0
-    for i in range(n):
+    M[tok_off[lo]:tok_off[hi], :] = 0.0
+    Q[lo:hi, :] = 0.0
+    for i in range(lo, hi):
         n0 = node_off[i]
         n1 = node_off[i + 1]
         total = 0.0

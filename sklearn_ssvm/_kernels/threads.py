@@ -10,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+import numpy as np
+
 #: at most this many chunks per thread: enough to balance uneven example lengths
 CHUNKS_PER_THREAD = 8
 
@@ -48,6 +50,31 @@ def run_chunks(kernel, n, *args):
         futures = [pool.submit(kernel, *args, lo, hi) for lo, hi in zip(bounds, bounds[1:])]
         for future in futures:
             future.result()
+
+
+def run_sums(kernel, n, threads, outputs, *args):
+    """Call ``kernel(*args, *outputs, lo, hi)``, which adds terms of the examples ``lo..hi-1``
+    into its outputs, over ``range(n)`` on ``threads`` threads.
+
+    One contiguous chunk per thread; the first adds into ``outputs``, the others into zeroed
+    copies, added into ``outputs`` in chunk order at the end: the same sums on every call with
+    ``threads`` threads, but not to the bit those of one thread (the additions' order differs).
+    """
+    threads = min(threads, n)
+    if threads <= 1:
+        kernel(*args, *outputs, 0, n)
+        return
+    bounds = [c * n // threads for c in range(threads + 1)]
+    parts = [tuple(outputs)] + [tuple(np.zeros_like(a) for a in outputs)
+                                for _ in range(threads - 1)]
+    with ThreadPoolExecutor(threads) as pool:
+        futures = [pool.submit(kernel, *args, *part, lo, hi)
+                   for part, lo, hi in zip(parts, bounds, bounds[1:])]
+        for future in futures:
+            future.result()
+    for part in parts[1:]:
+        for out, term in zip(outputs, part):
+            out += term
 
 
 def thread_map(function, n):

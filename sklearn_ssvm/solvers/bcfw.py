@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._kernels.batch import weights_from_state
+from .._kernels.batch import add_block_weights, weights_from_state
 from .._kernels.bcfw import (AWAY, DRAWS_LEFT, FW, PAIRWISE, WAITING, PassAtoms, PassAverages,
                              PassDual, PassSchedule, PassWeights, bcfw_pass, state_from_atoms)
 from .._kernels.labelings import CHAIN, GRAPH
-from .._kernels.threads import n_threads
+from .._kernels.threads import n_threads, run_sums
 from ..penalties import as_penalty, soft_threshold
 from ..structures._problem import example_rows, label_space
 from . import capabilities
@@ -251,17 +251,23 @@ class Certificate:
     coef: np.ndarray = field(repr=False)
 
 
-def weights(problem, state, penalty):
+def weights(problem, state, penalty, threads=1):
     """``v = A alpha = u / c`` (spec 002 eq. (3) at ``lambda = c``), recomputed from the dual
     state; ``penalty`` an ``ElasticNet`` or a float ``alpha`` (``c = alpha``). For the L2
-    penalty this is ``w(alpha)``, else see :func:`primal_point`."""
+    penalty this is ``w(alpha)``, else see :func:`primal_point`. On ``threads > 1`` threads
+    the sums are added in another order: equal up to rounding, not to the bit."""
     c = as_penalty(penalty).c
     problem = label_space(problem)
-    W = np.zeros((problem.n_features, problem.n_codes))
-    theta = np.zeros(problem.n_pair)
-    weights_from_state(problem.packed(), state.M, state.Q, 1.0 / (c * problem.n_samples),
-                       problem.sample_weight, W, theta)
-    return np.concatenate([W.ravel(), theta])
+    v = np.zeros(problem.n_params)
+    W, theta = problem.split_coef(v)  # views of v
+    scale = 1.0 / (c * problem.n_samples)
+    if threads == 1:
+        weights_from_state(problem.packed(), state.M, state.Q, scale, problem.sample_weight,
+                           W, theta)
+    else:
+        run_sums(add_block_weights, problem.n_samples, threads, (W, theta), problem.packed(),
+                 state.M, state.Q, scale, problem.sample_weight)
+    return v
 
 
 class Projection:
@@ -357,14 +363,14 @@ class BCFWResult(SolverResult):
     n_cache_hits: int = 0
 
 
-def _resync(problem, step, atoms, state, penalty, box, coef, scored):
-    """Recompute the state from the atoms, ``coef = v`` from the state and the scoring
-    weights ``scored = primal_point(v)`` (unless they are ``coef`` itself): incremental
-    updates drift (spec 002 §10.3)."""
+def _resync(problem, step, atoms, state, penalty, box, coef, scored, threads=1):
+    """Recompute the state from the atoms, ``coef = v`` from the state (on ``threads``
+    threads, see ``weights``) and the scoring weights ``scored = primal_point(v)`` (unless
+    they are ``coef`` itself): incremental updates drift (spec 002 §10.3)."""
     if step != "fw":
         state_from_atoms(problem.packed(), atoms.labels, atoms.weights, atoms.count, state.M,
                          state.Q, state.ell_blocks, problem.block_n)
-    coef[:] = weights(problem, state, penalty)
+    coef[:] = weights(problem, state, penalty, threads)
     if scored is not coef:
         scored[:] = primal_point(coef, penalty, box)
 
@@ -695,6 +701,8 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
                                        np.bool_(cone)),
                            PassDual(state.M, state.Q, state.ell_blocks, problem.block_n)),
                           atoms, room_limit, averages)
+        # the threads' steps are not reproducible to the bit: neither need their resyncs be
+        resync_threads = 1 if pool is None else pool[1]
         for it in range(1, max_iter + 1):
             first, uniforms = _pass_order(sampling, estimates, rng)
             last_gap = start_gap if cert is None else max(cert.gap, 0.0)
@@ -712,14 +720,14 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
             record = history_record(iter=it, oracle_calls=calls, cache_hits=hits,
                                     gap_estimate=estimates.sum())
             if not certify and estimates.sum() <= tol:  # +inf while a block is unvisited
-                _resync(problem, step, atoms, state, penalty, box, coef, clipped)
+                _resync(problem, step, atoms, state, penalty, box, coef, clipped, resync_threads)
                 converged = True
                 record.update(time=clock.wall(), cpu_time=clock.cpu())
                 history.append(record)
                 break
             last_pass = it == max_iter or stop_requested()  # Ctrl-C: certify and stop here
             if it % gap_check == 0 or last_pass or stopped_early:
-                _resync(problem, step, atoms, state, penalty, box, coef, clipped)
+                _resync(problem, step, atoms, state, penalty, box, coef, clipped, resync_threads)
                 if averaging and done == 0:  # the estimates stall the pass: refresh them
                     estimates[:] = certificate(problem, state, coef, penalty, box).block_gaps
                     calls += n
