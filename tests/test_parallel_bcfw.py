@@ -7,6 +7,7 @@ simplex, the weights are the dual point's own (``v = A alpha``: no addition lost
 the exact one, and the objective is the sequential fit's within both gaps. ``n_jobs=1`` runs
 the sequential code, which the golden results pin bit for bit (``test_golden.py``).
 """
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -14,7 +15,7 @@ import pytest
 from numba import njit
 
 from sklearn_ssvm import BCFWStructuredSVM, CandidateSet, ChainCRF, MulticlassSVM
-from sklearn_ssvm._kernels.atomic import add_count, add_into
+from sklearn_ssvm._kernels.atomic import add_count, add_into, read_count
 from sklearn_ssvm._kernels.bcfw import state_from_atoms
 from sklearn_ssvm._kernels.sparse import token_gram
 from sklearn_ssvm._kernels.threads import use_threads
@@ -71,6 +72,28 @@ def test_a_shared_count_is_taken_exactly_once_across_threads():
     with ThreadPoolExecutor(2) as pool:
         taken = list(pool.map(lambda returned: _take_all(counts, returned), (0, 1000)))
     assert sum(taken) == 400_000 and counts[0] == -2
+
+
+@njit(nogil=True)
+def _spin(counts, limit):
+    spins = 0
+    while read_count(counts, 1) == 0 and spins < limit:
+        spins += 1
+    return spins
+
+
+def test_a_shared_count_read_sees_another_threads_addition():
+    """A compiled loop that only reads the count still sees the other thread's addition (the
+    atomic load is made at every iteration, not hoisted out of the loop)."""
+    counts = np.zeros(2, np.int64)
+    assert _spin(counts, 10) == 10
+    limit = 10**10  # seconds of spinning: reached only if the load left the loop
+    with ThreadPoolExecutor(1) as pool:
+        spinner = pool.submit(_spin, counts, limit)
+        time.sleep(0.05)
+        add_count(counts, 1, 1)
+        spins = spinner.result(timeout=300)
+    assert 0 < spins < limit and read_count(counts, 1) == 1
 
 
 @pytest.mark.parametrize("room", [8, 1])

@@ -39,6 +39,23 @@ def _atomic_add(typingctx, ary, index, value):
     return ary.dtype(ary, index, value), codegen
 
 
+@intrinsic
+def _atomic_load(typingctx, ary, index):
+    """``ary[index]`` (1-D int64) as one atomic load: a plain load on x86, which neither the
+    compiler may hoist out of a loop nor needs the cache line exclusively, as an atomic
+    read-modify-write does."""
+    if not (isinstance(ary, types.Array) and ary.dtype == types.int64 and ary.ndim == 1):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary_type, index_type = signature.args
+        array = context.make_array(ary_type)(context, builder, args[0])
+        index = context.cast(builder, args[1], index_type, types.intp)
+        pointer = cgutils.get_item_pointer(context, builder, ary_type, array, [index])
+        return builder.load_atomic(pointer, "monotonic", 8)
+    return types.int64(ary, index), codegen
+
+
 @njit(cache=True, nogil=True, inline="always")
 def add_into(ary, index, value, atomic):
     """``ary[index] += value``, as one atomic operation with ``atomic``; returns the new value
@@ -52,5 +69,12 @@ def add_into(ary, index, value, atomic):
 @njit(cache=True, nogil=True, inline="always")
 def add_count(counts, k, delta):
     """``counts[k] += delta`` on an int64 array that threads share, as one atomic operation;
-    returns the new value (``delta = 0``: an atomic read, which sees the others' additions)."""
+    returns the new value."""
     return _atomic_add(counts, k, np.int64(delta))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def read_count(counts, k):
+    """``counts[k]`` of an int64 array that threads share, as one atomic load: it sees the
+    others' additions, and threads that only read keep sharing the cache line."""
+    return _atomic_load(counts, k)

@@ -28,7 +28,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .atomic import add_count, add_into
+from .atomic import add_count, add_into, read_count
 from .batch import max_length
 from .labelings import (FALSE, GRAPH, TRUE, add_stats, example_graph, expected_score, label_loss,
                         labeling_score, oracle_one_kind, oracle_work_size, stats_difference)
@@ -280,8 +280,13 @@ PassSchedule = namedtuple("PassSchedule", "first_blocks n_steps uniforms gap_sam
                                           "gap_estimates pass_counts",
                           defaults=(np.zeros(0, np.int64),))
 #: ``pass_counts[DRAWS_LEFT]``: the draws the threads have still to make between them;
-#: ``pass_counts[WAITING]``: threads that stopped for the atom store to grow
-DRAWS_LEFT, WAITING = 0, 1
+#: ``pass_counts[WAITING]``: threads that stopped for the atom store to grow, read at every step
+#: of every thread: 64 bytes apart, on another cache line than the count that draws change
+DRAWS_LEFT, WAITING = 0, 8
+N_PASS_COUNTS = 9
+#: a parallel pass's thread takes this many draws at a time from ``pass_counts[DRAWS_LEFT]``:
+#: the count's cache line moves between the cores once per so many steps, not at every step
+DRAWS_TAKEN = 8
 #: the step type and the atom store, which doubles as the cache of labelings
 PassAtoms = namedtuple("PassAtoms", "step_type atom_y atom_w atom_n use_cache cache_F "
                                     "cache_min_gap")
@@ -305,9 +310,10 @@ def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, st
     (the heuristic exit of spec 002 §3.2: time for an exact gap).
 
     ``pass_counts``: threads that run passes over other blocks at the same time share these
-    two counts, updated atomically. Each draw first takes one of ``pass_counts[DRAWS_LEFT]``,
-    and the pass stops when none is left: the threads' draws add up to the count, whichever
-    thread's steps are quicker. A thread that needs room (below) adds itself to
+    two counts, updated atomically. A thread takes its draws from ``pass_counts[DRAWS_LEFT]``,
+    ``DRAWS_TAKEN`` at a time, gives back those it has not made when it stops, and stops when
+    none is left: the threads' draws add up to the count, whichever thread's steps are
+    quicker. A thread that needs room (below) adds itself to
     ``pass_counts[WAITING]``, and every thread stops at its next step as if it needed room:
     the store can grow once none writes it, without the others first finishing their passes.
 
@@ -373,13 +379,31 @@ def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, st
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _wait_for_room(pass_counts, pooled, drew):
-    """A parallel pass's thread stops for the store to grow: the others stop too, and the draw
-    its step took (``drew``) is given back, the step being made again after the growth."""
+def _take_draws(pass_counts, k):
+    """Up to ``k`` of a parallel pass's draws; returns how many (0: the others made the rest).
+    Those taken beyond the count are given back at once, so the takes add up to the count."""
+    left = add_count(pass_counts, DRAWS_LEFT, -k)
+    beyond = min(max(-left, 0), k)
+    if beyond > 0:
+        add_count(pass_counts, DRAWS_LEFT, beyond)
+    return k - beyond
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _give_back(pass_counts, pooled, unmade):
+    """A parallel pass's thread stops: the draws it took and has not made are the others'."""
+    if pooled and unmade > 0:
+        add_count(pass_counts, DRAWS_LEFT, unmade)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _wait_for_room(pass_counts, pooled, unmade):
+    """A parallel pass's thread stops for the store to grow: the others stop too, and the draws
+    it took and has not made (``unmade``: with the one its step took, the step being made again
+    after the growth) are given back."""
     if pooled:
         add_count(pass_counts, WAITING, 1)
-        if drew:
-            add_count(pass_counts, DRAWS_LEFT, 1)
+        _give_back(pass_counts, pooled, unmade)
 
 
 @functools.lru_cache(maxsize=None)
@@ -464,18 +488,26 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
         large_weights = W.shape[0] * W.shape[1] > LARGE_WEIGHTS
         drawn = -1  # the next step's gap-sampling draw, made ahead to prefetch its block
         pooled = pass_counts.shape[0] > 0
+        quota = 0  # draws taken from pass_counts and not yet made
         for b in range(start, n_steps):
             if n_unvisited == 0 and sum_tree_total(tree) <= exit_below:
+                _give_back(pass_counts, pooled, quota)
                 return b, False, n_hits
-            if pooled and add_count(pass_counts, WAITING, 0) > 0:  # the store grows: stop
+            if pooled and read_count(pass_counts, WAITING) > 0:  # the store grows: stop
+                _give_back(pass_counts, pooled, quota)
                 return b, True, n_hits
             if b < n_first:
                 i = first_blocks[b]
             elif gap_sampling and sum_tree_total(tree) > 0.0:
-                if pooled and add_count(pass_counts, DRAWS_LEFT, -1) < 0:  # the others drew
-                    return b, False, n_hits
+                if pooled:
+                    if quota == 0:
+                        quota = _take_draws(pass_counts, DRAWS_TAKEN)
+                        if quota == 0:  # the others make the rest
+                            return b, False, n_hits
+                    quota -= 1
                 i = drawn if drawn >= 0 else sum_tree_sample(tree, uniforms[b])
             else:
+                _give_back(pass_counts, pooled, quota)
                 return b, False, n_hits
             drawn = -1
             if b + 2 < n_first:
@@ -545,7 +577,7 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
                     k_star, away = _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s,
                                                 away, step_type == FW)
                     if k_star < 0 and not drop_when_full:
-                        _wait_for_room(pass_counts, pooled, b >= n_first)
+                        _wait_for_room(pass_counts, pooled, quota + (b >= n_first))
                         return b, True, n_hits
             # the sampler is final for this step: draw the next block now (the draw the next step
             # would make) and fetch its data while this step updates
@@ -619,7 +651,7 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
                 k_star, away = _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s,
                                             away, FALSE)
                 if k_star < 0:
-                    _wait_for_room(pass_counts, pooled, b >= n_first)
+                    _wait_for_room(pass_counts, pooled, quota + (b >= n_first))
                     return b, True, n_hits
             # the block moves by gamma (D, dq), the weights by -gamma / (lambda n) (X_i^T D (+) dq)
             step = -gamma / lam_n
@@ -693,6 +725,7 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
                 atom_w[i, dropped] = 0.0
                 if not use_cache:
                     _remove_atom(atom_y, atom_w, atom_n, i, n0, n1, dropped)
+        _give_back(pass_counts, pooled, quota)
         return n_steps, False, n_hits
 
     return bcfw_pass

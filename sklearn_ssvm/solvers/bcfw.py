@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._kernels.batch import add_block_weights, weights_from_state
-from .._kernels.bcfw import (AWAY, DRAWS_LEFT, FW, PAIRWISE, WAITING, PassAtoms, PassAverages,
-                             PassDual, PassSchedule, PassWeights, bcfw_pass, state_from_atoms)
+from .._kernels.bcfw import (AWAY, DRAWS_LEFT, FW, N_PASS_COUNTS, PAIRWISE, WAITING, PassAtoms,
+                             PassAverages, PassDual, PassSchedule, PassWeights, bcfw_pass,
+                             state_from_atoms)
 from .._kernels.labelings import CHAIN, GRAPH
 from .._kernels.threads import n_threads, run_sums
 from ..penalties import as_penalty, soft_threshold
@@ -451,7 +452,7 @@ class _Steps:
         steps = np.bincount(owner[order], minlength=threads)
         mass = np.bincount(owner, np.where(np.isinf(estimates), 0.0,
                                            np.maximum(estimates, 0.0)), threads)
-        counts = np.zeros(2, np.int64)
+        counts = np.zeros(N_PASS_COUNTS, np.int64)
         if sampling == "gap":  # each thread may make all the draws; the count stops them
             counts[DRAWS_LEFT] = n - order.shape[0]
             steps += counts[DRAWS_LEFT]
