@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._kernels.batch import add_block_weights, weights_from_state
+from .._kernels.batch import add_block_weights
 from .._kernels.bcfw import (AWAY, DRAWS_LEFT, FW, N_PASS_COUNTS, PAIRWISE, WAITING, PassAtoms,
                              PassAverages, PassDual, PassSchedule, PassWeights, bcfw_pass,
                              state_from_atoms)
@@ -260,14 +260,9 @@ def weights(problem, state, penalty, threads=1):
     c = as_penalty(penalty).c
     problem = label_space(problem)
     v = np.zeros(problem.n_params)
-    W, theta = problem.split_coef(v)  # views of v
-    scale = 1.0 / (c * problem.n_samples)
-    if threads == 1:
-        weights_from_state(problem.packed(), state.M, state.Q, scale, problem.sample_weight,
-                           W, theta)
-    else:
-        run_sums(add_block_weights, problem.n_samples, threads, (W, theta), problem.packed(),
-                 state.M, state.Q, scale, problem.sample_weight)
+    run_sums(add_block_weights, problem.n_samples, threads, problem.split_coef(v),
+             problem.packed(), state.M, state.Q, 1.0 / (c * problem.n_samples),
+             problem.sample_weight)
     return v
 
 
