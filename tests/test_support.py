@@ -24,10 +24,15 @@ ESTIMATORS = {
                                                       step=kw.pop("step", "pairwise"),
                                                       max_iter=20, random_state=0, **kw),
     "bmrm": lambda s, **kw: BMRMStructuredSVM(s, alpha=0.1, max_iter=30, **kw),
+    "bmrm-cluster": lambda s, **kw: BMRMStructuredSVM(s, alpha=0.1, max_iter=30, cluster=True,
+                                                      **kw),
     "stochastic": lambda s, **kw: SmoothSSVMClassifier(s, alpha=0.1, max_iter=3,
                                                        learning_rate=0.1, random_state=0, **kw),
     "agm": lambda s, **kw: SmoothSSVMClassifier(s, solver="agm", smoothing="entropy",
                                                 top_k=None, alpha=0.1, max_iter=10, **kw),
+    "agm-cluster": lambda s, **kw: SmoothSSVMClassifier(s, solver="agm", smoothing="entropy",
+                                                        top_k=None, alpha=0.1, max_iter=10,
+                                                        cluster=True, **kw),
     "pragam-structured": lambda s, **kw: PragamStructuredSVM(s, alpha=0.1, max_iter=30, **kw),
     "prox-linear": lambda s, **kw: SmoothSSVMClassifier(
         s, alpha=0.1, max_iter=2, learning_rate=0.1, random_state=0,
@@ -60,7 +65,7 @@ def test_every_solver_has_an_estimator_and_every_option_a_request():
 
 @pytest.mark.parametrize("solver, structure, option", CELLS)
 def test_cell_fits_or_is_refused_as_declared(solver, structure, option, request):
-    if solver == "bcfw-cluster":  # its fits run on the current dask client
+    if solver.endswith("-cluster"):  # its fits run on the current dask client
         request.getfixturevalue("dask_client")
     make_structure, data = _structures()[structure]
     X, Y = _data(data)
@@ -86,7 +91,7 @@ def test_cell_fits_or_is_refused_as_declared(solver, structure, option, request)
 @pytest.mark.parametrize("solver", sorted(SOLVERS))
 def test_grid_path_for_every_solver(solver, request):
     """Every solver walks a grid of alpha, warm-started where it declares warm starts."""
-    if solver == "bcfw-cluster":
+    if solver.endswith("-cluster"):
         request.getfixturevalue("dask_client")
     X, Y = _data("candidates")
     structure = _structures()["candidates"][0]()
@@ -123,10 +128,12 @@ def _solver_runs():
         "bcfw-cluster": lambda: bcfw_cluster.bcfw_cluster(bcfw_cluster.current_client(), problem,
                                                           0.1, max_iter=3, random_state=0),
         "bmrm": lambda: bmrm.bmrm(problem, 0.1, max_iter=3),
+        "bmrm-cluster": lambda: bmrm.bmrm(problem, 0.1, max_iter=3, cluster=True),
         "svrg": lambda: smooth.svrg(problem, 0.1, l2, **stochastic),
         "sgd": lambda: smooth.sgd(problem, 0.1, l2, **stochastic),
         "casimir-svrg": lambda: smooth.casimir_svrg(problem, 0.1, l2, **stochastic),
         "agm": lambda: agm.agm_structured(problem, 0.1, 0.1, max_iter=3),
+        "agm-cluster": lambda: agm.agm_structured(problem, 0.1, 0.1, max_iter=3, cluster=True),
         "agm-binary": lambda: agm.agm(Xb, yb, 0.1, max_iter=5),
         "pragam": lambda: pragam.pragam(Xb, yb, 0.1, max_iter=5),
         "pragam-structured": lambda: pragam_structured.pragam_structured(
@@ -139,7 +146,7 @@ def test_every_solver_returns_one_shape(name, request):
     """One result shape: a ``SolverResult`` whose history has the common columns."""
     from sklearn_ssvm.solvers.result import HISTORY_COLUMNS, SolverResult
 
-    if name == "bcfw-cluster":
+    if name.endswith("-cluster"):
         request.getfixturevalue("dask_client")
 
     result = _solver_runs()[name]()

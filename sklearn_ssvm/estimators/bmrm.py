@@ -44,8 +44,20 @@ class BMRMStructuredSVM(StructuredEstimator):
         risk whatever ``alpha``, so they stay valid after changing ``alpha`` or ``max_iter``;
         the data must be the same.
     n_jobs : int or None, default=None
-        Threads of the batched oracle (numba). None: 1 unless
-        ``joblib.parallel_config(n_jobs=...)`` says otherwise; -1: all cores.
+        Threads of the fit (numba kernels without the GIL): the oracle pass and the sum of
+        the subgradient over the examples, the products with the cuts. The sums are added in
+        one fixed order (chunks of 64 examples along a fixed tree), so the fit is the same to
+        the bit for any ``n_jobs``. None: 1 unless ``joblib.parallel_config(n_jobs=...)`` says
+        otherwise; -1: all cores.
+    cluster : bool, default=False
+        Compute the risk and its subgradient on the cluster of the current dask client
+        (``distributed.Client(...)`` made before ``fit``): the examples are split into one
+        partition per worker, sent once and packed there; each iteration sends ``w`` out and
+        sums the partitions' risks and subgradients back along the same fixed tree, and the
+        bundle stays on this process (:class:`~sklearn_ssvm.solvers.sums.ClusterSums`). The
+        iterates, the model and the gap are those of a fit on one process, to the bit. The
+        compiled structures; a lost worker's partition is sent again and its sum recomputed.
+        Worth it when a pass over the data computes for seconds (see ``doc/scaling.md``).
 
     Attributes
     ----------
@@ -88,10 +100,11 @@ class BMRMStructuredSVM(StructuredEstimator):
     _parameter_constraints = {
         **StructuredEstimator._parameter_constraints,
         "variant": [Options({"qp", "ls"})],
+        "cluster": ["boolean"],
     }
 
     def __init__(self, structure, alpha=None, variant="qp", max_iter=1000, tol=1e-3, verbose=0,
-                 warm_start=False, n_jobs=None):
+                 warm_start=False, n_jobs=None, cluster=False):
         self.structure = structure
         self.alpha = alpha
         self.variant = variant
@@ -100,13 +113,15 @@ class BMRMStructuredSVM(StructuredEstimator):
         self.verbose = verbose
         self.warm_start = warm_start
         self.n_jobs = n_jobs
+        self.cluster = cluster
 
     def _warm_startable(self):
         return hasattr(self, "bundle_")
 
     def _solver(self, problem, loss_scale):
         return BMRM(variant=self.variant, tol=self.tol * loss_scale, max_iter=self.max_iter,
-                    n_jobs=self.n_jobs, verbose=self.verbose)
+                    n_jobs=self.n_jobs, verbose=self.verbose,
+                    cluster=getattr(self, "cluster", False))  # the CV estimator has none
 
     def _solve(self, solver, problem, alpha, previous, loss_scale):
         warm = None

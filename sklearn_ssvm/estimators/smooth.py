@@ -191,7 +191,18 @@ class SmoothSSVMClassifier(StructuredEstimator):
         Start from the previous fit's ``coef_`` (data with the same features and labels; not
         with the AGM solvers).
     n_jobs : int or None, default=None
-        As in :class:`BCFWStructuredSVM`: threads of the batched oracle passes (numba).
+        As in :class:`BCFWStructuredSVM`: threads of the batched oracle passes (numba). The
+        AGM solvers add their sums over the examples in one fixed order (chunks of 64
+        examples along a fixed tree): their fits are the same to the bit for any ``n_jobs``.
+    cluster : bool, default=False
+        With ``solver="agm"`` or ``"agm-ef1"``: compute the sums over the examples (the
+        smoothed loss, its gradient, the certificate's hinge) on the cluster of the current
+        dask client (``distributed.Client(...)`` made before ``fit``), one partition of the
+        examples per worker, sent once and packed there; the iterates stay on this process
+        and are those of a fit on one process, to the bit
+        (:class:`~sklearn_ssvm.solvers.sums.ClusterSums`). The compiled structures; a lost
+        worker's partition is sent again and its sum recomputed. The stochastic solvers
+        refuse it (their steps are sequential).
 
     Attributes
     ----------
@@ -256,6 +267,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         "eta": [Interval(Real, 0, None, closed="neither")],
         "inner_iter": [Interval(Integral, 1, None, closed="left")],
         "inner_tol": [Interval(Real, 0, None, closed="neither"), None],
+        "cluster": ["boolean"],
     }
 
     def __init__(self, structure, alpha=None, l1_ratio=0.0, smoothing="l2", top_k=5, mu=0.3,
@@ -263,7 +275,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
                  warm_start_rule="prox-center", warmup=1, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=5, max_iter=25, tol=1e-3,
                  feature_map=None, eta=1.0, inner_iter=5, inner_tol=None, random_state=None,
-                 verbose=0, warm_start=False, n_jobs=None):
+                 verbose=0, warm_start=False, n_jobs=None, cluster=False):
         self.structure = structure
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -289,6 +301,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         self.verbose = verbose
         self.warm_start = warm_start
         self.n_jobs = n_jobs
+        self.cluster = cluster
 
     def _stochastic(self):
         """Whether the fit runs SGD, SVRG or Casimir-SVRG on linear scores."""
@@ -302,6 +315,12 @@ class SmoothSSVMClassifier(StructuredEstimator):
         """The solver of the fit, but for what ``_solve`` decides (the smoothing, the learning
         rate, the seed and the callback)."""
         common = dict(max_iter=self.max_iter, n_jobs=self.n_jobs, verbose=self.verbose)
+        cluster = getattr(self, "cluster", False)  # the CV estimator has none
+        if cluster and (self.feature_map is not None or not self._agm()):
+            raise ValueError(f"cluster=True runs the AGM solvers ('agm', 'agm-ef1'), whose "
+                             f"iterations are sums over the examples; solver={self.solver!r}"
+                             f"{' with a feature_map' if self.feature_map is not None else ''} "
+                             f"steps through the examples one at a time. Set cluster=False.")
         if self.feature_map is not None:
             inner_tol = None if self.inner_tol is None else self.inner_tol * loss_scale
             return ProxLinear(feature_map=self.feature_map, eta=self.eta,
@@ -309,7 +328,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         if self._agm():
             return AGM(mu=self.mu * loss_scale, tol=self.tol * loss_scale,
                        memory="1" if self.solver == "agm-ef1" else "inf",
-                       continuation=self.mu_schedule != "const", **common)
+                       continuation=self.mu_schedule != "const", cluster=cluster, **common)
         if self.solver == "sgd":  # no certificate to stop on
             return Stochastic(method="sgd", **common)
         if self.solver == "svrg":

@@ -40,7 +40,8 @@ from .base import Solver
 from .catalyst import SMOOTHING_FLOOR
 from .pragam import LIPSCHITZ_FLOOR, sigma_max_sq
 from .result import SolverResult, history_record
-from .smooth import Smoothing, full_gradient
+from .smooth import Smoothing
+from .sums import open_sums
 
 MEMORIES = ("inf", "1")
 
@@ -561,11 +562,13 @@ class StructuredEntropy:
 
     The smoothing weights of each gradient are a feasible point of the SSVM dual; their mean
     gradient ``g`` and expected loss ``ell`` are the by-products, and the averaged pair
-    certifies ``D = ell - Psi*(-g)`` against the exact (max-oracle) primal.
+    certifies ``D = ell - Psi*(-g)`` against the exact (max-oracle) primal. Every sum over the
+    examples goes through ``sums`` (a :class:`~sklearn_ssvm.solvers.sums.ExampleSums` of
+    ``problem``: threads or a cluster).
     """
 
-    def __init__(self, problem, penalty, mu, x0=None):
-        self.problem, self.penalty = problem, penalty
+    def __init__(self, problem, sums, penalty, mu, x0=None):
+        self.problem, self.sums, self.penalty = problem, sums, penalty
         self.smoothing = Smoothing(ENTROPY, 1, mu)
         self.strong = penalty.c
         self.x0 = np.zeros(problem.n_params) if x0 is None else x0
@@ -579,11 +582,11 @@ class StructuredEntropy:
         return w  # the oracles see w whole: nothing to carry
 
     def gradient(self, w, _):
-        fg = full_gradient(self.problem, w, self.smoothing)
-        return fg.value, fg.grad, (fg.grad, fg.dual_loss)
+        value, grad, dual_loss = self.sums.smoothed(w, self.smoothing)
+        return value, grad, (grad, dual_loss)
 
     def value(self, w, _):
-        return full_gradient(self.problem, w, self.smoothing).value + self.psi(w), None
+        return self.sums.smoothed(w, self.smoothing, gradient=False) + self.psi(w), None
 
     def psi(self, w):
         return self.penalty.value(w)
@@ -593,12 +596,12 @@ class StructuredEntropy:
 
     def certificate(self, w, info, by_avg):
         g, ell = by_avg
-        primal = float(np.mean(self.problem.hinge_losses(w))) + self.psi(w)
+        primal = self.sums.hinge(w) + self.psi(w)
         return primal, float(ell) - self.penalty.conjugate(-g), w, 0.0, None
 
 
 def agm_structured(problem, penalty, mu, *, memory="inf", tol=1e-3, max_iter=1000, check_every=1,
-                   continuation=False, n_jobs=None, verbose=0):
+                   continuation=False, n_jobs=None, cluster=False, n_partitions=None, verbose=0):
     """AGM on the entropy-smoothed structured SVM of any structure (spec 001 §1.3, §3.2).
 
     Minimises ``r(w) + mean_i mu log sum_y exp(H_i(y) / mu)`` (the smoothed ``mean_i H~_i``;
@@ -633,7 +636,14 @@ def agm_structured(problem, penalty, mu, *, memory="inf", tol=1e-3, max_iter=100
         constant ``mu`` converges to the smoothed problem, whose gap stalls near ``mu/3`` of
         ``loss_scale`` on tiny chains; the stages reach the SSVM's optimum and its zeros.
     n_jobs : int or None
-        Threads of the batched oracles.
+        Threads of the sums over the examples: the iterates are the same to the bit for any
+        number.
+    cluster : bool or distributed.Client
+        Compute the sums over the examples on a dask cluster (True: the current client), the
+        iterates on this process: the same to the bit as on one process
+        (:class:`~sklearn_ssvm.solvers.sums.ClusterSums`).
+    n_partitions : int or None
+        With ``cluster``: partitions of the examples (None: one per worker).
     verbose : int
 
     Returns
@@ -646,11 +656,11 @@ def agm_structured(problem, penalty, mu, *, memory="inf", tol=1e-3, max_iter=100
     penalty = as_penalty(penalty)
     mu0, mu, x0 = float(mu), float(mu), None
     stages = []
-    with kernel_threads(n_jobs):
+    with kernel_threads(n_jobs), open_sums(problem, cluster, n_partitions) as sums:
         while True:
             done = sum(stage.n_iter for stage in stages)
-            stage = agm_solve(StructuredEntropy(problem, penalty, mu, x0), memory=memory, tol=tol,
-                              max_iter=max_iter - done, check_every=check_every,
+            stage = agm_solve(StructuredEntropy(problem, sums, penalty, mu, x0), memory=memory,
+                              tol=tol, max_iter=max_iter - done, check_every=check_every,
                               stall_checks=CONTINUATION_CHECKS if continuation else None,
                               stall_gap=_joined(stages, tol).duality_gap if stages else np.inf,
                               verbose=verbose, desc="AGM-M3N")
@@ -697,7 +707,10 @@ class AGM(Solver):
         (declared): ``warm`` must be None.
     """
 
-    capabilities = capabilities.SOLVERS["agm"]
+    @property
+    def capabilities(self):
+        """``SOLVERS["agm"]``, or ``SOLVERS["agm-cluster"]`` with ``cluster``."""
+        return capabilities.SOLVERS["agm-cluster" if self.settings.get("cluster") else "agm"]
 
     def _solve(self, problem, penalty, warm):
         if warm is not None:

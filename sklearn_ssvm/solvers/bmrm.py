@@ -13,14 +13,19 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from threadpoolctl import threadpool_limits
+
 from .._kernels.bundle import simplex_qp
+from .._kernels.reduce import combine_rows, dot_rows
 from .._kernels.smoothed import NONE
+from .._kernels.threads import run_chunks
 from ..penalties import as_penalty
 from . import capabilities
 from .base import Solver
 from ._common import Clock, ProgressBar, kernel_threads, stop_requested
 from .result import SolverResult, history_record
-from .smooth import Smoothing, full_gradient
+from .smooth import Smoothing
+from .sums import ThreadSums, open_sums
 
 VARIANTS = ("qp", "ls")
 
@@ -48,7 +53,12 @@ class BMRMResult(SolverResult):
 
 
 class _QPModel:
-    """qp-bmrm's model: every cut, their Gram matrix, and the simplex QP (10) over them."""
+    """qp-bmrm's model: every cut, their Gram matrix, and the simplex QP (10) over them.
+
+    The products with the cuts (a new column of the Gram matrix, the combination ``v = A^T
+    dual``) run on the threads of ``use_threads``, each entry added in one fixed order: the
+    same bits on any number of threads.
+    """
 
     def __init__(self, n_params, cuts, offsets, alpha):
         capacity = max(16, 2 * cuts.shape[0])
@@ -75,7 +85,8 @@ class _QPModel:
             self.K = K
         self.A[t] = a
         self.b[t] = b
-        column = self.A[:t + 1] @ a
+        column = np.empty(t + 1)
+        run_chunks(dot_rows, t + 1, self.A, a, column)
         self.K[t, :t + 1] = column
         self.K[:t + 1, t] = column
         self.t = t + 1
@@ -96,7 +107,8 @@ class _QPModel:
 
     def _solution(self):
         t = self.t
-        v = self.dual[:t] @ self.A[:t]
+        v = np.empty(self.A.shape[1])
+        run_chunks(combine_rows, v.shape[0], self.A[:t], self.dual[:t], v)
         offset = self.dual[:t] @ self.b[:t]
         return -v / self.alpha, offset - v @ v / (2.0 * self.alpha)
 
@@ -211,24 +223,22 @@ def bundle_method(oracle, coef0, alpha, *, variant="qp", tol=1e-3, max_iter=1000
                       history=history, cuts=cuts, offsets=offsets)
 
 
-def structured_oracle(problem):
-    """Risk oracle of the mean structured hinge of a packed problem.
+def structured_oracle(problem, sums=None):
+    """Risk oracle of the mean structured hinge of a packed problem, from its sums over the
+    examples ``sums`` (a :class:`~sklearn_ssvm.solvers.sums.ExampleSums`; None: on this
+    process's threads).
 
     One batched loss-augmented max-oracle pass at ``w`` gives the labelings ``y*_i``; the cut
     is ``a = (1/n) sum_i [phi(x_i, y*_i) - phi(x_i, y_i)]``, built in label space, and
     ``b = (1/n) sum_i L(y_i, y*_i)``.
     """
     hard_max = Smoothing(NONE, 1, 0.0)
-
-    def oracle(coef):
-        fg = full_gradient(problem, coef, hard_max)
-        return fg.value, fg.grad, fg.dual_loss
-
-    return oracle
+    sums = ThreadSums(problem) if sums is None else sums
+    return lambda coef: sums.smoothed(coef, hard_max)
 
 
 def bmrm(problem, penalty, *, variant="qp", tol=1e-3, max_iter=1000, init=None, cuts=None,
-         offsets=None, n_jobs=None, verbose=0):
+         offsets=None, n_jobs=None, cluster=False, n_partitions=None, verbose=0):
     """qp-bmrm or ls-bmrm on ``alpha/2 ||w||^2 + mean_i H~_i(w)`` for any structure.
 
     Parameters
@@ -250,21 +260,31 @@ def bmrm(problem, penalty, *, variant="qp", tol=1e-3, max_iter=1000, init=None, 
     cuts, offsets : ndarray or None
         Bundle of an earlier run on the same data (valid for any ``alpha``).
     n_jobs : int or None
-        Threads of the batched oracle.
+        Threads of the sums over the examples and of the products with the cuts: the
+        iterates are the same to the bit for any number.
+    cluster : bool or distributed.Client
+        Compute the sums over the examples on a dask cluster (True: the current client), the
+        bundle on this process: the same iterates to the bit as on one process
+        (:class:`~sklearn_ssvm.solvers.sums.ClusterSums`).
+    n_partitions : int or None
+        With ``cluster``: partitions of the examples (None: one per worker).
     verbose : int
 
     Returns
     -------
     BMRMResult
     """
-    capabilities.check("bmrm", problem, ["sample_weight"] if problem.weighted else [])
+    capabilities.check("bmrm-cluster" if cluster else "bmrm", problem,
+                       ["sample_weight"] if problem.weighted else [])
     penalty = as_penalty(penalty)
     if penalty.l1 or penalty.p is not None:
         raise ValueError("bmrm takes the L2 penalty alpha/2 ||w||^2 (no l1 part, no linear "
                          "term).")
     w0 = np.zeros(problem.n_params) if init is None else init
-    with kernel_threads(n_jobs):
-        return bundle_method(structured_oracle(problem), w0, penalty.c, variant=variant, tol=tol,
+    # BLAS on one thread: the threads are the kernels', and its products' order stays fixed
+    with kernel_threads(n_jobs), threadpool_limits(1, user_api="blas"), \
+            open_sums(problem, cluster, n_partitions) as sums:
+        return bundle_method(structured_oracle(problem, sums), w0, penalty.c, variant=variant, tol=tol,
                              max_iter=max_iter, cuts=cuts, offsets=offsets, verbose=verbose,
                              desc=f"{variant}-BMRM")
 
@@ -276,12 +296,15 @@ class BMRM(Solver):
     ----------
     **settings
         Keyword arguments of :func:`bmrm` (``variant``, ``tol``, ``max_iter``, ``n_jobs``,
-        ``verbose``): ``solve(..., warm=result)`` continues from a previous
-        :class:`BMRMResult`'s ``coef`` and cutting planes (valid at any ``alpha`` on the same
-        data).
+        ``cluster``, ``n_partitions``, ``verbose``): ``solve(..., warm=result)`` continues from
+        a previous :class:`BMRMResult`'s ``coef`` and cutting planes (valid at any ``alpha`` on
+        the same data).
     """
 
-    capabilities = capabilities.SOLVERS["bmrm"]
+    @property
+    def capabilities(self):
+        """``SOLVERS["bmrm"]``, or ``SOLVERS["bmrm-cluster"]`` with ``cluster``."""
+        return capabilities.SOLVERS["bmrm-cluster" if self.settings.get("cluster") else "bmrm"]
 
     def _solve(self, problem, penalty, warm):
         if warm is None:

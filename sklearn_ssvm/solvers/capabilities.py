@@ -114,6 +114,12 @@ SOLVERS = {
                                          "submodular; GraphCRF has no such constraint"},
         certificate="primal minus the bundle's lower bound", warm_start=True,
         path="grid (warm: cutting planes)"),
+    "bmrm-cluster": Capabilities(
+        name="BMRMStructuredSVM(cluster=True)", options=("sample_weight",), penalties="l2",
+        refused={("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES},
+        certificate="primal minus the bundle's lower bound, the sums over the examples on the "
+                    "cluster (the same iterates to the bit as on one process)",
+        warm_start=True, path="grid (warm: cutting planes)"),
     "stochastic": Capabilities(
         name="SmoothSSVMClassifier(solver='casimir-svrg', 'svrg' or 'sgd')",
         options=("elastic_net", "sample_weight"), penalties="elastic_net",
@@ -130,6 +136,16 @@ SOLVERS = {
                  ("compiled", "sample_weight"): "its batched entropy oracle weighs every "
                                                 "example alike"},
         certificate="the SSVM objective's gap, from AGM's excessive-gap dual (spec 001)",
+        warm_start=False, path="grid (cold)"),
+    "agm-cluster": Capabilities(
+        name="SmoothSSVMClassifier(solver='agm' or 'agm-ef1', cluster=True)",
+        options=("elastic_net", "sample_weight"), penalties="any",
+        refused={("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES,
+                 ("compiled", "sample_weight"): "its batched entropy oracle weighs every "
+                                                "example alike"},
+        certificate="the SSVM objective's gap, from AGM's excessive-gap dual (spec 001), the "
+                    "sums over the examples on the cluster (the same iterates to the bit as on "
+                    "one process)",
         warm_start=False, path="grid (cold)"),
     "pragam-structured": Capabilities(
         name="PragamStructuredSVM", options=("sample_weight",), penalties="l2",
