@@ -43,20 +43,32 @@ def test_tree_rows_adds_along_the_dyadic_tree():
         assert np.array_equal(out, tree_sum(dict(zip(positions, rows)), 0, size))
 
 
-def test_partitions_are_few_whole_subtrees():
+def test_partitions_cover_the_chunks_evenly():
     for total in (1, 2, 7, 64, 140, 1000, 14000):
         for n_partitions in (1, 2, 3, 4, 7, 8, 16, 256):
             ranges = sums.partition_chunks(total, n_partitions)
             assert ranges[0][0] == 0 and ranges[-1][1] == total
             assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
             assert len(ranges) == min(n_partitions, total)
-            for lo, hi in ranges:
-                blocks = sums.dyadic_blocks(lo, hi)
-                assert blocks[0][0] == lo and blocks[-1][1] == hi
-                assert all((a % (b - a)) == 0 and (b - a) & (b - a - 1) == 0 for a, b in blocks)
             shares = [hi - lo for lo, hi in ranges]
             if total >= 32 * n_partitions:  # balanced within 1/16 of an even share
                 assert max(shares) <= total / n_partitions * (1 + 1 / 16) + 1
+
+
+def test_nodes_join_along_the_tree_in_any_grouping():
+    rng = np.random.default_rng(5)
+    for _ in range(100):
+        total = int(rng.integers(1, 40))
+        rows = rng.normal(size=(total, 2)) * 10.0 ** rng.integers(-8, 8, (total, 1))
+        expected = np.empty(2)
+        tree_rows(np.arange(total), rows, expected)
+        lists = [[{"first": c, "size": 1, "small": rows[c]}] for c in range(total)]
+        while len(lists) > 1:  # neighbours joined in a random order
+            k = int(rng.integers(len(lists) - 1))
+            lists[k:k + 2] = [sums._merged(lists[k], lists[k + 1], total)]
+        nodes = lists[0]
+        assert len(nodes) == 1 and nodes[0]["first"] == 0
+        assert np.array_equal(nodes[0]["small"], expected)
 
 
 def test_bundle_products_do_not_depend_on_the_split():
@@ -77,30 +89,28 @@ def test_bundle_products_do_not_depend_on_the_split():
 
 
 def problems():
-    X, Y = make_chain_data(n_samples=700, n_features=5, n_labels=4, random_state=0)  # 11 chunks
+    X, Y = make_chain_data(n_samples=1500, n_features=5, n_labels=4, random_state=0)  # 6 chunks
     chain = ChainCRF().prepare(X, Y)
     rng = np.random.default_rng(2)
-    Xm = rng.normal(size=(500, 6))
-    multilabel = MultiLabel().prepare(Xm, (Xm[:, :3] + rng.normal(size=(500, 3)) > 0).astype(int))
+    Xm = rng.normal(size=(1200, 6))
+    multilabel = MultiLabel().prepare(Xm, (Xm[:, :3] + rng.normal(size=(1200, 3)) > 0).astype(int))
     weighted = chain.with_sample_weight(rng.uniform(0.5, 2.0, chain.n_samples))
     return {"chain": chain, "multilabel": multilabel, "weighted chain": weighted}
 
 
 def parts_by_hand(problem, n_partitions, coef, smoothing, reduce=False):
     """What the workers of :class:`~sklearn_ssvm.solvers.sums.ClusterSums` compute, in this
-    process: each partition's subtrees packed apart, then combined on the driver."""
+    process: each partition packed apart, its chunks joined into nodes, then combined on the
+    driver (``reduce``: first joined pairwise from the right, as workers might)."""
     total = sums.n_chunks(problem.n_samples)
     partitions = []
     for lo, hi in sums.partition_chunks(total, n_partitions):
-        nodes = []
-        for a, b in sums.dyadic_blocks(lo, hi):
-            idx = np.arange(a * sums.CHUNK, min(b * sums.CHUNK, problem.n_samples))
-            sub = problem.subset(idx)
-            sub.sample_weight = problem.sample_weight[idx]
-            part = sums._Part(sub, a, problem.n_samples)
-            nodes.append(part.sparse(part.smoothed(coef, smoothing, True)))
-        partitions.append(sums._merged(nodes, [], total))
-    if reduce:  # the workers' pairwise reduction, from the right this time
+        idx = np.arange(lo * sums.CHUNK, min(hi * sums.CHUNK, problem.n_samples))
+        sub = problem.subset(idx)
+        sub.sample_weight = problem.sample_weight[idx]
+        leaves = sums._Part(sub, lo, problem.n_samples).smoothed(coef, smoothing, True)
+        partitions.append(sums._merged(leaves, [], total))
+    if reduce:
         while len(partitions) > 1:
             partitions[-2:] = [sums._merged(partitions[-2], partitions[-1], total)]
     return sums._assemble([node for nodes in partitions for node in nodes], problem.n_samples,
@@ -122,7 +132,7 @@ def test_sums_equal_the_direct_sums_and_do_not_depend_on_the_split(name, smoothi
     np.testing.assert_allclose(value, direct.value, rtol=1e-12)
     np.testing.assert_allclose(grad, direct.grad, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(dual_loss, direct.dual_loss, rtol=1e-12)
-    for n_partitions in (2, 3, 5):
+    for n_partitions in (2, 3, 6):
         for reduce in (False, True):
             results.append(parts_by_hand(problem, n_partitions, coef, smoothing, reduce))
     for other in results[1:]:
@@ -141,7 +151,7 @@ def same_fit(a, b):
 
 
 def chain_problem():
-    X, Y = make_chain_data(n_samples=300, n_features=5, n_labels=4, random_state=1)
+    X, Y = make_chain_data(n_samples=700, n_features=5, n_labels=4, random_state=1)  # 3 chunks
     return ChainCRF(normalize_loss=False).prepare(X, Y)
 
 

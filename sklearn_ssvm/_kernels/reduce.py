@@ -4,23 +4,17 @@ The exact-sum solvers (BMRM, AGM) need at every iterate a sum over the examples:
 and a gradient ``(1/n) sum_i w_i [X_i^T (M_i - S(y_i)), Q_i - q(y_i)]``. Floating-point
 addition is not associative, so a sum split over threads or workers would change with their
 number. Here the examples fall into fixed chunks of consecutive examples; each chunk's terms
-are added in example order, and the chunks' sums are combined along the dyadic tree over the
-chunk indices (``V(node) = V(left) + V(right)``, an empty subtree adding nothing). Any split of
-the chunks into ranges of whole subtrees, on threads or on workers, then gives the same bits.
-
-Each emission row ``W[j]`` of the gradient is computed whole by one thread, from the token
-matrix by columns (tokens in order): the threads split the features, never a sum.
+are added in token order (:func:`chunk_sums`, :func:`gradient_terms`, :func:`chunk_columns`),
+and the chunks' sums are combined along the dyadic tree over the chunk indices
+(``V(node) = V(left) + V(right)``, an empty subtree adding nothing: a sum that starts at
+``+0.0`` is never ``-0.0``, so adding a zero changes no bit; :func:`tree_rows`,
+:func:`add_sparse_rows`). However the chunks are split over threads or workers, the same
+additions are made.
 """
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
 
 from .labelings import add_stats, example_graph, expected_label_loss
-
-#: how many entries of a column ahead its rows of ``D`` are asked for
-PREFETCH = 16
 
 #: entries of a vector per block of the products with the cuts (a multiple of 8)
 BLOCK = 2048
@@ -68,7 +62,7 @@ def _collapse(stack, depth):
 def tree_rows(positions, rows, out):
     """``out = `` the tree sum of ``rows`` (one per node, at the increasing chunk indices
     ``positions`` of aligned tree nodes); zeros when there are none."""
-    stack = np.zeros((MAX_LEVELS, rows.shape[1]))
+    stack = np.empty((max(1, min(MAX_LEVELS, rows.shape[0])), rows.shape[1]))  # rows: wide
     levels = np.zeros(MAX_LEVELS, dtype=np.int64)
     depth = 0
     for k in range(rows.shape[0]):
@@ -133,48 +127,23 @@ def gradient_terms(packed, M, Q, weights, scale, chunk, ell, active, pair_rows, 
 
 
 @njit(cache=True, nogil=True)
-def tree_columns(colptr, tokens, values, chunk_tokens, first_chunk, active, D, W, lo, hi):
-    """``W[j] = sum_t X[t, j] D[t]`` for the features ``lo..hi-1``, each row added chunk by
-    chunk in token order and the chunks' rows combined along the tree.
-
-    ``(colptr, tokens, values)`` is the token matrix by columns (tokens increasing in each);
-    chunk ``c`` holds the tokens ``chunk_tokens[c]:chunk_tokens[c + 1]`` and is chunk
-    ``first_chunk + c`` of the whole data set (so that a part of the data combines along the
-    same tree). Tokens not ``active`` (zero rows of ``D``) add nothing.
-    """
+def chunk_columns(indptr, data, slots, t0, t1, active, D, W, nonzero):
+    """``W[slots[k]] = sum_t X[t, j] D[t]`` over the tokens ``t0..t1-1`` of one chunk, in token
+    order: the emission rows of the chunk's features (``slots`` gives each non-zero of the
+    token matrix its feature's row in ``W``). Tokens not ``active`` (zero rows of ``D``) add
+    nothing; ``nonzero`` flags the rows that some active token touched (the others are zero)."""
     C = D.shape[1]
-    stack = np.zeros((MAX_LEVELS, C))
-    levels = np.zeros(MAX_LEVELS, dtype=np.int64)
-    acc = np.empty(C)
-    for j in range(lo, hi):
-        depth = 0
-        k, end = colptr[j], colptr[j + 1]
-        previous = -1
-        c = 0
-        while k < end:
-            t = tokens[k]
-            if chunk_tokens[c + 1] <= t:  # the chunk of the column's next token
-                c = np.searchsorted(chunk_tokens, t, side="right") - 1
-            h = MAX_LEVELS if previous < 0 else join_level(previous, first_chunk + c)
-            acc[:] = 0.0
-            while k < end and tokens[k] < chunk_tokens[c + 1]:
-                t = tokens[k]
-                if k + PREFETCH < end:  # the row's lines (8 doubles each)
-                    for q in range(0, C, 8):
-                        _prefetch(D, tokens[k + PREFETCH], q)
-                    _prefetch(D, tokens[k + PREFETCH], C - 1)
-                if active[t]:
-                    v = values[k]
-                    for q in range(C):
-                        acc[q] += v * D[t, q]
-                k += 1
-            depth = _push(stack, levels, depth, h)
-            stack[depth] = acc
-            depth += 1
-            previous = first_chunk + c
-        W[j] = 0.0
-        if _collapse(stack, depth) == 0:
-            W[j] = stack[0]
+    W[:] = 0.0
+    nonzero[:] = False
+    for t in range(t0, t1):
+        if not active[t]:
+            continue
+        for k in range(indptr[t], indptr[t + 1]):
+            v = data[k]
+            nonzero[slots[k]] = True
+            row = W[slots[k]]
+            for q in range(C):
+                row[q] += v * D[t, q]
 
 
 @njit(cache=True, nogil=True)
@@ -216,24 +185,40 @@ def combine_rows(A, coefs, out, lo, hi):
                 out[k] += c * a[k]
 
 
-@intrinsic
-def _prefetch(typingctx, ary, row, column):
-    """Ask the cache for the line of ``ary[row, column]`` (2-D; LLVM's ``prefetch``: a hint,
-    no effect on results)."""
-    if not (isinstance(ary, types.Array) and ary.ndim == 2):
-        return None
 
-    def codegen(context, builder, signature, args):
-        ary_type, row_type, column_type = signature.args
-        array = context.make_array(ary_type)(context, builder, args[0])
-        index = context.cast(builder, args[1], row_type, types.intp)
-        column = context.cast(builder, args[2], column_type, types.intp)
-        pointer = cgutils.get_item_pointer(context, builder, ary_type, array, [index, column])
-        i8p = ir.IntType(8).as_pointer()
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32),
-                                                            ir.IntType(32)]), "llvm.prefetch.p0")
-        builder.call(fn, [builder.bitcast(pointer, i8p), ir.Constant(ir.IntType(32), 0),
-                          ir.Constant(ir.IntType(32), 3), ir.Constant(ir.IntType(32), 1)])
-        return context.get_dummy_value()
-    return types.none(ary, row, column), codegen
+@njit(cache=True, nogil=True)
+def add_sparse_rows(rows_a, values_a, rows_b, values_b):
+    """``a + b`` for two matrices given by their non-zero rows (increasing indices): the union
+    of the rows, each the sum of its two rows (one where the other matrix has none: an absent
+    row is zero, which adds exactly)."""
+    n_a, n_b = rows_a.shape[0], rows_b.shape[0]
+    both = 0
+    i = j = 0
+    while i < n_a and j < n_b:  # the union's size first: the result is allocated once
+        if rows_a[i] < rows_b[j]:
+            i += 1
+        elif rows_b[j] < rows_a[i]:
+            j += 1
+        else:
+            both += 1
+            i += 1
+            j += 1
+    rows = np.empty(n_a + n_b - both, dtype=rows_a.dtype)
+    values = np.empty((rows.shape[0], values_a.shape[1]))
+    i = j = m = 0
+    while i < n_a or j < n_b:
+        if j == n_b or (i < n_a and rows_a[i] < rows_b[j]):
+            rows[m] = rows_a[i]
+            values[m] = values_a[i]
+            i += 1
+        elif i == n_a or rows_b[j] < rows_a[i]:
+            rows[m] = rows_b[j]
+            values[m] = values_b[j]
+            j += 1
+        else:
+            rows[m] = rows_a[i]
+            values[m] = values_a[i] + values_b[j]
+            i += 1
+            j += 1
+        m += 1
+    return rows, values

@@ -41,21 +41,13 @@ def run_chunks(kernel, n, *args):
     exception of any chunk is raised here.
     """
     threads = min(n_threads(), n)
-    n_chunks = min(n, threads * CHUNKS_PER_THREAD) if threads > 1 else 1
-    run_ranges(kernel, [c * n // n_chunks for c in range(n_chunks + 1)], *args)
-
-
-def run_ranges(kernel, bounds, *args):
-    """Call ``kernel(*args, lo, hi)`` over the ranges ``bounds[k]:bounds[k + 1]``, on the
-    threads of ``use_threads`` when there are several (``kernel`` as in :func:`run_chunks`)."""
-    ranges = list(zip(bounds[:-1], bounds[1:]))
-    threads = min(n_threads(), len(ranges))
     if threads <= 1:
-        for lo, hi in ranges:
-            kernel(*args, lo, hi)
+        kernel(*args, 0, n)
         return
+    n_chunks = min(n, threads * CHUNKS_PER_THREAD)
+    bounds = [c * n // n_chunks for c in range(n_chunks + 1)]
     with ThreadPoolExecutor(threads) as pool:
-        futures = [pool.submit(kernel, *args, lo, hi) for lo, hi in ranges]
+        futures = [pool.submit(kernel, *args, lo, hi) for lo, hi in zip(bounds, bounds[1:])]
         for future in futures:
             future.result()
 

@@ -6,25 +6,31 @@ is one axis, :class:`ExampleSums`, with two pieces: :class:`ThreadSums` (one pro
 ``n_jobs`` threads) and :class:`ClusterSums` (the partitions of the examples on the workers of a
 dask cluster, each packed once and kept there). The solvers see the axis only (:func:`open_sums`).
 
-Both add in one fixed order (``_kernels/reduce.py``): chunks of :data:`CHUNK` consecutive
-examples, each chunk's terms in example order, the chunks combined along the dyadic tree over
-their indices. A cluster's partitions are ranges of whole subtrees of that tree, each worker
-returns its subtrees' sums and the driver combines them along the same tree: the iterates are
-the same to the bit for any number of threads, workers or partitions.
+Both add in one fixed order: chunks of :data:`CHUNK` consecutive examples, each chunk's terms
+added in token order (``_kernels/reduce.py``), the chunks' sums combined along the dyadic tree
+over their indices. A sum is carried as *nodes* of that tree (``first`` chunk, ``size``, the
+sums): a chunk is a leaf, two siblings join into their parent (:func:`_merged`, the same
+additions wherever it runs), and :func:`_assemble` combines what is left. Threads and workers
+only change where the nodes are computed and joined: the iterates are the same to the bit for
+any number of threads, workers or partitions.
 """
 from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._kernels.reduce import chunk_sums, gradient_terms, tree_columns, tree_rows
-from .._kernels.threads import CHUNKS_PER_THREAD, n_threads, run_chunks, run_ranges
+from .._kernels.reduce import (add_sparse_rows, chunk_columns, chunk_sums, gradient_terms,
+                               tree_rows)
+from .._kernels.threads import n_threads
 from ._common import dense_oracles
 from .smooth import full_gradient
 
 __all__ = ["CHUNK", "ClusterSums", "ExampleSums", "ThreadSums", "open_sums", "partition_chunks"]
 
-#: examples per chunk: the leaves of the tree along which every sum is added
-CHUNK = 64
+#: examples per chunk: the leaves of the tree along which every sum is added. A chunk's rows
+#: of the gradient are added in a buffer of its own features, which stays in the cache
+#: (CoNLL-2000: about 6,000 features, 1 MB)
+CHUNK = 256
 
 #: times a cluster's sum is tried again after a worker was lost (the partitions re-sent)
 RETRIES = 2
@@ -35,22 +41,9 @@ def n_chunks(n):
     return -(-n // CHUNK)
 
 
-def dyadic_blocks(lo, hi):
-    """The aligned subtrees ``[a, a + 2^k)`` that cover the chunks ``lo..hi-1``, in order."""
-    lo, hi = int(lo), int(hi)
-    blocks = []
-    while lo < hi:
-        size = lo & -lo if lo else 1 << (hi.bit_length() - 1)
-        while lo + size > hi:
-            size //= 2
-        blocks.append((lo, lo + size))
-        lo += size
-    return blocks
-
-
 def partition_chunks(total, n_partitions):
     """``n_partitions`` ranges of chunks covering ``range(total)``, their bounds at multiples of
-    a power of two (so that each is a few subtrees of the tree) within 1/16 of an even share."""
+    a power of two (so that each joins into few nodes) within 1/16 of an even share."""
     n_partitions = max(1, min(n_partitions, total))
     step = 1
     while 2 * step * 16 * n_partitions <= total:
@@ -61,12 +54,12 @@ def partition_chunks(total, n_partitions):
 
 
 class _Part:
-    """Consecutive whole chunks of the examples, packed with their token matrix by columns: the
-    sums of its chunks as one node of the tree (a subtree on a worker, the root on one
-    process), which :func:`_assemble` combines with the others'.
+    """Consecutive whole chunks of the examples, packed: the leaves of its chunks.
 
     ``first_chunk`` places its chunks in the whole data's tree; ``n_total`` is the number of
-    examples of the whole data (each term's share is ``1 / n_total``).
+    examples of the whole data (each term's share is ``1 / n_total``). Each chunk's features
+    are listed once (``features``), and each non-zero of the token matrix knows its row in
+    them (``slots``).
     """
 
     def __init__(self, problem, first_chunk, n_total):
@@ -74,68 +67,70 @@ class _Part:
         self.first_chunk = first_chunk
         self.scale = -1.0 / n_total
         self.n_chunks = n_chunks(problem.n_samples)
-        columns = problem.token_matrix().tocsc()
-        columns.sort_indices()
-        self.colptr = columns.indptr.astype(np.int64)
-        self.tokens = columns.indices.astype(np.int64)
-        self.values = columns.data
         self.chunk_tokens = problem.tok_offsets[::CHUNK].copy()
         if self.chunk_tokens.shape[0] == self.n_chunks:  # the last chunk is not full
             self.chunk_tokens = np.append(self.chunk_tokens, problem.tok_offsets[-1])
+        nnz = problem.indptr[self.chunk_tokens]
+        self.slots = np.empty(problem.indptr[-1], dtype=np.int64)
+        self.features = []
+        for c in range(self.n_chunks):
+            self.features.append(np.unique(problem.indices[nnz[c]:nnz[c + 1]]))
+            self.slots[nnz[c]:nnz[c + 1]] = np.searchsorted(
+                self.features[c], problem.indices[nnz[c]:nnz[c + 1]])
 
-    def _feature_bounds(self):
-        """Ranges of features of about equal non-zeros, several per thread."""
-        k = n_threads() * CHUNKS_PER_THREAD if n_threads() > 1 else 1
-        cuts = np.searchsorted(self.colptr, np.linspace(0, self.colptr[-1], k + 1)[1:-1])
-        return np.unique(np.concatenate([[0], cuts, [self.colptr.shape[0] - 1]]))
-
-    def smoothed(self, coef, smoothing, gradient, W=None):
-        """The node of the smoothed losses at ``coef``: ``small`` holds the sum of the losses
-        and, with ``gradient``, of the expected losses and the pairwise part of the gradient;
-        ``W`` its emission part (written to ``W``, or a new array)."""
+    def smoothed(self, coef, smoothing, gradient):
+        """The leaves of the smoothed losses at ``coef``: each chunk's ``small`` holds its sum
+        of the losses and, with ``gradient``, of the expected losses and the pairwise part of
+        the gradient; ``W`` its emission part, ``(rows, values)`` on the chunk's features."""
         p = self.problem
         values, M, Q = p.smoothed_losses(coef, smoothing.code, smoothing.mu, smoothing.K)
         if not gradient:
-            return self._node(self._sums(values)[:, None])
+            return self._leaves(self._sums(values)[:, None])
         ell = np.empty(p.n_samples)
         active = np.empty(p.tok_offsets[-1], dtype=np.bool_)
         pairs = np.empty((self.n_chunks, p.n_pair))
-        run_chunks(gradient_terms, self.n_chunks, p.packed(), M, Q, p.sample_weight, self.scale,
-                   CHUNK, ell, active, pairs)
-        W = np.empty((p.n_features, p.n_codes)) if W is None else W
-        run_ranges(tree_columns, self._feature_bounds(), self.colptr, self.tokens, self.values,
-                   self.chunk_tokens, self.first_chunk, active, M, W)
-        node = self._node(np.column_stack([self._sums(values), self._sums(ell), pairs]))
-        node["W"] = W
-        return node
+        _on_threads(lambda c: gradient_terms(p.packed(), M, Q, p.sample_weight, self.scale, CHUNK,
+                                             ell, active, pairs, c, c + 1), self.n_chunks)
+        leaves = self._leaves(np.column_stack([self._sums(values), self._sums(ell), pairs]))
+
+        def rows(c):  # the rows no active token touched are zero: left out (adding 0 is exact)
+            W = np.empty((self.features[c].shape[0], p.n_codes))
+            touched = np.empty(W.shape[0], dtype=np.bool_)
+            chunk_columns(p.indptr, p.data, self.slots, self.chunk_tokens[c],
+                          self.chunk_tokens[c + 1], active, M, W, touched)
+            leaves[c]["W"] = ((self.features[c], W) if touched.all()
+                              else (self.features[c][touched], W[touched]))
+        _on_threads(rows, self.n_chunks)
+        return leaves
 
     def hinge(self, coef):
-        """The node of the structured hinge losses at ``coef`` (their sum in ``small``)."""
+        """The leaves of the structured hinge losses at ``coef`` (their sums in ``small``)."""
         _, values, true_scores, _ = self.problem.run_oracle(coef, True)
-        return self._node(self._sums(values - true_scores)[:, None])
+        return self._leaves(self._sums(values - true_scores)[:, None])
 
     def _sums(self, x):
         out = np.empty(self.n_chunks)
         chunk_sums(x, self.problem.sample_weight, CHUNK, out)
         return out
 
-    def _node(self, rows):
-        """The node of this part's chunks' ``rows``: their sum along the tree."""
-        small = np.empty(rows.shape[1])
-        tree_rows(self.first_chunk + np.arange(self.n_chunks), np.ascontiguousarray(rows), small)
-        return {"first": self.first_chunk, "size": _span(self.n_chunks), "small": small}
+    def _leaves(self, rows):
+        return [{"first": self.first_chunk + c, "size": 1, "small": rows[c]}
+                for c in range(self.n_chunks)]
 
-    def sparse(self, node):
-        """``node`` with its emission rows kept only where this part has features (what a
-        worker sends back)."""
-        if "W" in node:
-            rows = np.flatnonzero(np.diff(self.colptr))
-            node = {**node, "W": (rows, node["W"][rows])}
-        return node
+
+def _on_threads(function, n):
+    """``function(c)`` for ``c`` in ``range(n)``, on the threads of ``use_threads``."""
+    threads = min(n_threads(), n)
+    if threads <= 1:
+        for c in range(n):
+            function(c)
+        return
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(function, range(n)))
 
 
 def _span(n):
-    """The smallest power of two ``>= n``: the size of the subtree a part's chunks fill."""
+    """The smallest power of two ``>= n``: the size of the tree over ``n`` chunks."""
     return 1 << max(n - 1, 0).bit_length()
 
 
@@ -144,20 +139,15 @@ def _joined(a, b):
     emission rows of either (absent: zero, which adds exactly)."""
     node = {"first": a["first"], "size": 2 * a["size"], "small": a["small"] + b["small"]}
     if "W" in a:
-        (ra, va), (rb, vb) = a["W"], b["W"]
-        rows = np.union1d(ra, rb)
-        values = np.zeros((rows.shape[0], va.shape[1]))
-        values[np.searchsorted(rows, ra)] = va
-        values[np.searchsorted(rows, rb)] += vb
-        node["W"] = (rows, values)
+        node["W"] = add_sparse_rows(*a["W"], *b["W"])
     return node
 
 
 def _merged(left, right, total):
     """The nodes of two consecutive ranges of chunks (lists of nodes, in order), siblings
-    joined into their parents: a step of the tree reduction over the partitions, on a worker,
-    with the additions :func:`_assemble` would make. A last node whose right sibling lies past
-    the ``total`` chunks stands for its parent (an empty subtree adds nothing)."""
+    joined into their parents: a step of the tree reduction, on a thread or a worker, with the
+    additions :func:`_assemble` would make. A last node whose right sibling lies past the
+    ``total`` chunks stands for its parent (an empty subtree adds nothing)."""
     root = _span(total)
     stack = []
     for node in [*left, *right]:
@@ -177,7 +167,17 @@ def _merged(left, right, total):
     return stack
 
 
-def _assemble(nodes, n_total, shape, grad=None):
+def _reduced(lists, total, merge=None):
+    """The nodes of consecutive ranges (``lists``), reduced pairwise, neighbours with
+    neighbours: ``merge(pairs)`` joins each level's pairs (None: in turn, here)."""
+    merge = merge or (lambda pairs: [_merged(a, b, total) for a, b in pairs])
+    while len(lists) > 1:
+        odd = lists[len(lists) - len(lists) % 2:]
+        lists = merge(list(zip(lists[::2], lists[1::2]))) + odd
+    return lists[0]
+
+
+def _assemble(nodes, n_total, shape):
     """The sums of the nodes ``nodes`` (in chunk order) combined along the tree: ``value``, or
     ``(value, grad, dual_loss)``, the means over ``n_total`` examples; ``shape = (n_features,
     n_codes, n_pair)``."""
@@ -188,11 +188,11 @@ def _assemble(nodes, n_total, shape, grad=None):
     if "W" not in nodes[0]:
         return value
     F, C, P = shape
-    grad = np.empty(F * C + P) if grad is None else grad
+    grad = np.zeros(F * C + P)
     grad[F * C:] = small[2:]
-    if len(nodes) == 1 and not isinstance(nodes[0]["W"], tuple):
-        if nodes[0]["W"].base is not grad:
-            grad[:F * C] = nodes[0]["W"].ravel()
+    if len(nodes) == 1:
+        rows, values = nodes[0]["W"]
+        grad[:F * C].reshape(F, C)[rows] = values
     else:  # one dense row per node, combined along the tree
         blocks = np.zeros((len(nodes), F * C))
         for block, node in zip(blocks, nodes):
@@ -239,48 +239,56 @@ class ExampleSums(ABC):
 
 
 class ThreadSums(ExampleSums):
-    """The sums in this process, on the threads of ``use_threads`` (``n_jobs``). Graph
-    structures, whose oracles run from Python, sum their dense per-example gradients."""
+    """The sums in this process, on the threads of ``use_threads`` (``n_jobs``): the chunks'
+    leaves computed on the threads, joined pairwise on them too. Graph structures, whose
+    oracles run from Python, sum their dense per-example gradients."""
 
     def __init__(self, problem):
         self.problem = problem
         self.part = None if dense_oracles(problem) else _Part(problem, 0, problem.n_samples)
 
+    def _reduced(self, leaves):
+        total = n_chunks(self.problem.n_samples)
+        threads = min(n_threads(), len(leaves) // 2)
+        if threads <= 1:
+            return _reduced([[leaf] for leaf in leaves], total)
+        with ThreadPoolExecutor(threads) as pool:
+            return _reduced([[leaf] for leaf in leaves], total,
+                            lambda pairs: list(pool.map(lambda ab: _merged(*ab, total), pairs)))
+
     def smoothed(self, coef, smoothing, gradient=True):
-        if self.part is None:
-            fg = full_gradient(self.problem, coef, smoothing)
-            return (fg.value, fg.grad, fg.dual_loss) if gradient else fg.value
         p = self.problem
-        grad = np.empty(p.n_params)
-        W = p.split_coef(grad)[0]
-        out = self.part.smoothed(coef, smoothing, gradient, W)
-        return _assemble([out], p.n_samples, (p.n_features, p.n_codes, p.n_pair), grad)
+        if self.part is None:
+            fg = full_gradient(p, coef, smoothing)
+            return (fg.value, fg.grad, fg.dual_loss) if gradient else fg.value
+        return _assemble(self._reduced(self.part.smoothed(coef, smoothing, gradient)),
+                         p.n_samples, (p.n_features, p.n_codes, p.n_pair))
 
     def hinge(self, coef):
         if self.part is None:
             return self.problem.weighted_mean(self.problem.hinge_losses(coef))
-        return _assemble([self.part.hinge(coef)], self.problem.n_samples, None)
+        return _assemble(self._reduced(self.part.hinge(coef)), self.problem.n_samples, None)
 
 
-def _new_parts(blocks, n_total):
-    return [_Part(problem, first, n_total) for problem, first in blocks]
+def _new_part(problem, first_chunk, n_total):
+    return _Part(problem, first_chunk, n_total)
 
 
-def _parts_smoothed(parts, coef, total, smoothing, gradient):
-    return _merged([part.sparse(part.smoothed(coef, smoothing, gradient)) for part in parts], [],
-                   total)
+def _part_smoothed(part, coef, total, smoothing, gradient):
+    return _merged(part.smoothed(coef, smoothing, gradient), [], total)
 
 
-def _parts_hinge(parts, coef, total):
-    return _merged([part.hinge(coef) for part in parts], [], total)
+def _part_hinge(part, coef, total):
+    return _merged(part.hinge(coef), [], total)
 
 
 class ClusterSums(ExampleSums):
     """The sums on a dask cluster: the examples in ``n_partitions`` ranges of whole chunks
     (:func:`partition_chunks`), each sent once to a worker and packed there; a sum sends
     ``coef`` out (to one worker, which the others fetch from), each partition sums its
-    subtrees, and the partitions' nodes are reduced pairwise on the workers (:func:`_merged`,
-    ``log2(n_partitions)`` rounds) before the driver combines what is left along the tree.
+    chunks into nodes, and the partitions' nodes are reduced pairwise on the workers
+    (:func:`_merged`, ``log2(n_partitions)`` rounds) before the driver combines what is left
+    along the tree.
 
     A lost worker loses its partitions only: they hold no state of the fit, so they are sent
     again from the driver's copy and the sum is computed again (:data:`RETRIES` times), the same
@@ -298,18 +306,16 @@ class ClusterSums(ExampleSums):
 
     def _send(self):
         p = self.problem
-        payloads = []
+        subsets = []
         for lo, hi in self.ranges:
-            blocks = []
-            for a, b in dyadic_blocks(lo, hi):
-                idx = np.arange(a * CHUNK, min(b * CHUNK, p.n_samples))
-                sub = p.subset(idx)
-                sub.sample_weight = p.sample_weight[idx]  # the whole data's weights, not renormalised
-                blocks.append((sub, a))
-            payloads.append(blocks)
+            idx = np.arange(lo * CHUNK, min(hi * CHUNK, p.n_samples))
+            sub = p.subset(idx)
+            sub.sample_weight = p.sample_weight[idx]  # the whole data's, not renormalised
+            subsets.append(sub)
         # every scatter takes a fresh key (hash=False: see solvers.bcfw_cluster)
-        self.parts = [self.client.submit(_new_parts, payload, p.n_samples, pure=False)
-                      for payload in self.client.scatter(payloads, hash=False)]
+        self.parts = [self.client.submit(_new_part, sub, lo, p.n_samples, pure=False)
+                      for sub, (lo, _) in zip(self.client.scatter(subsets, hash=False),
+                                              self.ranges)]
 
     def _gather(self, function, coef, *args):
         total = n_chunks(self.problem.n_samples)
@@ -317,13 +323,10 @@ class ClusterSums(ExampleSums):
         for attempt in range(RETRIES + 1):
             try:
                 shared = self.client.scatter(coef, hash=False)
-                level = [submit(function, part, shared, total, *args, pure=False)
+                lists = [submit(function, part, shared, total, *args, pure=False)
                          for part in self.parts]
-                while len(level) > 1:  # a tree reduction: pairs of neighbours, on the workers
-                    level = ([submit(_merged, a, b, total, pure=False)
-                              for a, b in zip(level[::2], level[1::2])]
-                             + level[len(level) - len(level) % 2:])
-                return level[0].result()
+                return _reduced(lists, total, lambda pairs: [  # on the workers
+                    submit(_merged, a, b, total, pure=False) for a, b in pairs]).result()
             except Exception as exc:  # a lost worker surfaces as one of several dask errors
                 if attempt == RETRIES:
                     raise RuntimeError(f"ClusterSums: a task failed or a worker was lost "
@@ -333,11 +336,11 @@ class ClusterSums(ExampleSums):
 
     def smoothed(self, coef, smoothing, gradient=True):
         p = self.problem
-        return _assemble(self._gather(_parts_smoothed, coef, smoothing, gradient), p.n_samples,
+        return _assemble(self._gather(_part_smoothed, coef, smoothing, gradient), p.n_samples,
                          (p.n_features, p.n_codes, p.n_pair))
 
     def hinge(self, coef):
-        return _assemble(self._gather(_parts_hinge, coef), self.problem.n_samples, None)
+        return _assemble(self._gather(_part_hinge, coef), self.problem.n_samples, None)
 
     def close(self):
         self.parts = None  # the futures released, the partitions freed on the workers
