@@ -36,7 +36,8 @@ def test_tree_rows_adds_along_the_dyadic_tree():
         n = int(rng.integers(1, 300))
         positions = np.sort(rng.choice(n, int(rng.integers(1, n + 1)), replace=False))
         # magnitudes far apart, so that another order of additions gives other bits
-        rows = rng.normal(size=(len(positions), 3)) * 10.0 ** rng.integers(-8, 8, (len(positions), 1))
+        scales = 10.0 ** rng.integers(-8, 8, (len(positions), 1))
+        rows = rng.normal(size=(len(positions), 3)) * scales
         out = np.empty(3)
         tree_rows(positions, rows, out)
         size = 1 << max(n - 1, 0).bit_length()
@@ -80,11 +81,15 @@ def test_bundle_products_do_not_depend_on_the_split():
     dot_rows(A, x, parts, 3, 7)
     assert np.array_equal(whole, parts)
     np.testing.assert_allclose(whole, A @ x, rtol=1e-12, atol=1e-10)
-    v, w = np.empty(5003), np.empty(5003)
+    v, w = np.zeros(5003), np.zeros(5003)
     combine_rows(A, coefs, v, 0, 5003)
     combine_rows(A, coefs, w, 0, 2500)
     combine_rows(A, coefs, w, 2500, 5003)
     assert np.array_equal(v, w)
+    u = np.zeros(5003)  # rows added block after block: the same order for each entry
+    combine_rows(A[:4], coefs[:4], u, 0, 5003)
+    combine_rows(A[4:], coefs[4:], u, 0, 5003)
+    assert np.array_equal(u, v)
     np.testing.assert_allclose(v, coefs @ A, rtol=1e-12, atol=1e-12)
 
 

@@ -173,11 +173,10 @@ def dot_rows(A, x, out, lo, hi):
 
 @njit(cache=True, nogil=True)
 def combine_rows(A, coefs, out, lo, hi):
-    """``out[lo:hi] = sum_s coefs[s] A[s, lo:hi]``, the rows added in order (in blocks of
+    """``out[lo:hi] += sum_s coefs[s] A[s, lo:hi]``, the rows added in order (in blocks of
     entries that stay in the cache)."""
     for b in range(lo, hi, BLOCK):
         e = min(b + BLOCK, hi)
-        out[b:e] = 0.0
         for s in range(coefs.shape[0]):
             c = coefs[s]
             a = A[s]

@@ -29,6 +29,9 @@ from .sums import ThreadSums, open_sums
 
 VARIANTS = ("qp", "ls")
 
+#: cuts per block of qp-bmrm's storage (CoNLL-2000: 16 x 18.4 MB)
+CUT_ROWS = 16
+
 
 @dataclass(kw_only=True)
 class BMRMResult(SolverResult):
@@ -55,14 +58,16 @@ class BMRMResult(SolverResult):
 class _QPModel:
     """qp-bmrm's model: every cut, their Gram matrix, and the simplex QP (10) over them.
 
-    The products with the cuts (a new column of the Gram matrix, the combination ``v = A^T
-    dual``) run on the threads of ``use_threads``, each entry added in one fixed order: the
-    same bits on any number of threads.
+    The cuts are kept in blocks of :data:`CUT_ROWS` rows, so that a new block never copies the
+    earlier ones. The products with the cuts (a new column of the Gram matrix, the combination
+    ``v = A^T dual``) run on the threads of ``use_threads``, each entry added in one fixed
+    order: the same bits on any number of threads.
     """
 
     def __init__(self, n_params, cuts, offsets, alpha):
         capacity = max(16, 2 * cuts.shape[0])
-        self.A = np.zeros((capacity, n_params))
+        self.n_params = n_params
+        self.blocks = []
         self.b = np.zeros(capacity)
         self.K = np.zeros((capacity, capacity))
         self.dual = np.zeros(capacity)
@@ -73,23 +78,29 @@ class _QPModel:
         if self.t:
             self.dual[:self.t] = 1.0 / self.t
 
+    def _rows(self):
+        """``(first cut, block of cuts)`` of every block, its filled rows only."""
+        return [(k * CUT_ROWS, block[:self.t - k * CUT_ROWS])
+                for k, block in enumerate(self.blocks)]
+
     def _append(self, a, b):
         t = self.t
-        if t == self.A.shape[0]:  # double the room
-            grow = self.A.shape[0]
-            self.A = np.vstack([self.A, np.zeros_like(self.A)])
+        if t == self.b.shape[0]:  # double the room of the small arrays
+            grow = self.b.shape[0]
             self.b = np.concatenate([self.b, np.zeros(grow)])
             self.dual = np.concatenate([self.dual, np.zeros(grow)])
             K = np.zeros((2 * grow, 2 * grow))
             K[:grow, :grow] = self.K
             self.K = K
-        self.A[t] = a
+        if t == len(self.blocks) * CUT_ROWS:
+            self.blocks.append(np.empty((CUT_ROWS, self.n_params)))
+        self.blocks[-1][t % CUT_ROWS] = a
         self.b[t] = b
-        column = np.empty(t + 1)
-        run_chunks(dot_rows, t + 1, self.A, a, column)
-        self.K[t, :t + 1] = column
-        self.K[:t + 1, t] = column
         self.t = t + 1
+        column = self.K[t, :t + 1]
+        for first, rows in self._rows():
+            run_chunks(dot_rows, rows.shape[0], rows, a, column[first:first + rows.shape[0]])
+        self.K[:t + 1, t] = column
 
     def add(self, a, b, accuracy):
         """Add a cut and re-solve the model to ``accuracy`` (on the scale of ``J``); returns
@@ -107,13 +118,15 @@ class _QPModel:
 
     def _solution(self):
         t = self.t
-        v = np.empty(self.A.shape[1])
-        run_chunks(combine_rows, v.shape[0], self.A[:t], self.dual[:t], v)
+        v = np.zeros(self.n_params)
+        for first, rows in self._rows():  # each entry adds the cuts in order
+            run_chunks(combine_rows, v.shape[0], rows, self.dual[first:first + rows.shape[0]], v)
         offset = self.dual[:t] @ self.b[:t]
         return -v / self.alpha, offset - v @ v / (2.0 * self.alpha)
 
     def bundle(self):
-        return self.A[:self.t].copy(), self.b[:self.t].copy()
+        cuts = np.concatenate(self.blocks) if self.blocks else np.zeros((0, self.n_params))
+        return cuts[:self.t], self.b[:self.t].copy()
 
 
 class _LineSearchModel:
