@@ -47,6 +47,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).parent))
+from parallel_sums import fingerprint, make_estimator  # noqa: E402  (the same fits)
+
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 MB = 2.0 ** 20
 
@@ -63,22 +66,6 @@ def replicate(X, Y, replicas, seed):
             X_out.append(x)
         Y_out.extend(Y)
     return X_out, Y_out
-
-
-def fingerprint(est):
-    """``coef_`` and every iteration's objective and gap: the iterates, to compare to the bit
-    (BMRM's ``coef_``, its best iterate, can be ``w_0`` for many iterations)."""
-    return np.concatenate([est.coef_, [r["objective"] for r in est.history_],
-                           [r["gap"] for r in est.history_]])
-
-
-def make_estimator(solver, max_iter, cluster=False):
-    from sklearn_ssvm import BMRMStructuredSVM, ChainCRF, SmoothSSVMClassifier
-    if solver == "bmrm":
-        return BMRMStructuredSVM(ChainCRF(), max_iter=max_iter, tol=0.0, n_jobs=1,
-                                 cluster=cluster)
-    return SmoothSSVMClassifier(ChainCRF(), solver="agm", smoothing="entropy", top_k=None,
-                                max_iter=max_iter, tol=0.0, n_jobs=1, cluster=cluster)
 
 
 class PeakRSS:
@@ -129,7 +116,7 @@ def iteration_seconds(history):
 
 
 def timed_fit(solver, max_iter, X, Y, pids, cluster):
-    est = make_estimator(solver, max_iter, cluster)
+    est = make_estimator(solver, max_iter, cluster=cluster)
     with PeakRSS(pids) as memory:
         before = memory.peak[os.getpid()]
         wall, cpu = time.perf_counter(), time.process_time()

@@ -1,12 +1,10 @@
 """One BCFW fit on a dask cluster (``solvers.bcfw_cluster``, ``BCFWStructuredSVM(cluster=True)``):
 the same certified optimum as on one machine, an exact distributed gap, and a clear error when a
 worker is lost mid-fit."""
-import os
-import threading
-import time
-
 import numpy as np
 import pytest
+
+from _cluster import fit_losing_a_worker
 
 from sklearn_ssvm import BCFWStructuredSVM, BCFWStructuredSVMCV, ChainCRF
 from sklearn_ssvm.datasets import make_chain_data
@@ -66,29 +64,11 @@ def test_cluster_fit_refuses_what_it_cannot_scale(client, problem):
 
 
 def test_a_worker_lost_mid_fit_gives_a_clear_error_or_a_certified_fit(problem):
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        outcome = {}
-
-        def fit():
-            try:  # tol=0: the rounds go on until max_iter, or the loss stops them
-                outcome["fit"] = bcfw_cluster(client, problem, ALPHA, tol=0.0, max_iter=400,
-                                              random_state=0)
-            except RuntimeError as exc:
-                outcome["error"] = exc
-        thread = threading.Thread(target=fit)
-        thread.start()
-        time.sleep(3.0)
-        assert thread.is_alive(), "the fit ended before the worker could be killed"
-        worker = sorted(client.scheduler_info()["workers"])[0]
-        try:
-            client.run(os._exit, 1, workers=[worker])
-        except Exception:  # the worker dies before it answers
-            pass
-        thread.join(timeout=120)
-        assert not thread.is_alive()
+    # tol=0: the rounds go on until max_iter, or the loss stops them
+    outcome = fit_losing_a_worker(lambda client: bcfw_cluster(
+        client, problem, ALPHA, tol=0.0, max_iter=400, random_state=0), timeout=120)
     if "error" in outcome:
+        assert isinstance(outcome["error"], RuntimeError)
         assert "worker was lost" in str(outcome["error"])
     else:  # dask recomputed the lost partitions: the result must still be certified exactly
         fit = outcome["fit"]

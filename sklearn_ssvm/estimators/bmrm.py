@@ -46,7 +46,7 @@ class BMRMStructuredSVM(StructuredEstimator):
     n_jobs : int or None, default=None
         Threads of the fit (numba kernels without the GIL): the oracle pass and the sum of
         the subgradient over the examples, the products with the cuts. The sums are added in
-        one fixed order (chunks of 64 examples along a fixed tree), so the fit is the same to
+        one fixed order (chunks of 256 examples along a fixed tree), so the fit is the same to
         the bit for any ``n_jobs``. None: 1 unless ``joblib.parallel_config(n_jobs=...)`` says
         otherwise; -1: all cores.
     cluster : bool, default=False

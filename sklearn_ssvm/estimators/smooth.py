@@ -192,7 +192,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         with the AGM solvers).
     n_jobs : int or None, default=None
         As in :class:`BCFWStructuredSVM`: threads of the batched oracle passes (numba). The
-        AGM solvers add their sums over the examples in one fixed order (chunks of 64
+        AGM solvers add their sums over the examples in one fixed order (chunks of 256
         examples along a fixed tree): their fits are the same to the bit for any ``n_jobs``.
     cluster : bool, default=False
         With ``solver="agm"`` or ``"agm-ef1"``: compute the sums over the examples (the

@@ -297,9 +297,9 @@ def bmrm(problem, penalty, *, variant="qp", tol=1e-3, max_iter=1000, init=None, 
     # BLAS on one thread: the threads are the kernels', and its products' order stays fixed
     with kernel_threads(n_jobs), threadpool_limits(1, user_api="blas"), \
             open_sums(problem, cluster, n_partitions) as sums:
-        return bundle_method(structured_oracle(problem, sums), w0, penalty.c, variant=variant, tol=tol,
-                             max_iter=max_iter, cuts=cuts, offsets=offsets, verbose=verbose,
-                             desc=f"{variant}-BMRM")
+        return bundle_method(structured_oracle(problem, sums), w0, penalty.c, variant=variant,
+                             tol=tol, max_iter=max_iter, cuts=cuts, offsets=offsets,
+                             verbose=verbose, desc=f"{variant}-BMRM")
 
 
 class BMRM(Solver):

@@ -14,8 +14,9 @@ additions wherever it runs), and :func:`_assemble` combines what is left. Thread
 only change where the nodes are computed and joined: the iterates are the same to the bit for
 any number of threads, workers or partitions.
 """
+import time
 from abc import ABC, abstractmethod
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 
 import numpy as np
 
@@ -32,8 +33,10 @@ __all__ = ["CHUNK", "ClusterSums", "ExampleSums", "ThreadSums", "open_sums", "pa
 #: (CoNLL-2000: about 6,000 features, 1 MB)
 CHUNK = 256
 
-#: times a cluster's sum is tried again after a worker was lost (the partitions re-sent)
-RETRIES = 2
+#: times a cluster's sum is tried again after a worker was lost (the partitions re-sent),
+#: waiting ``RETRY_WAIT`` seconds times the attempt's number first
+RETRIES = 3
+RETRY_WAIT = 1.0
 
 
 def n_chunks(n):
@@ -301,8 +304,7 @@ class ClusterSums(ExampleSums):
         if n_partitions is None:
             n_partitions = max(1, len(client.scheduler_info()["workers"]))
         self.ranges = partition_chunks(n_chunks(n), int(n_partitions))
-        self.parts = None
-        self._send()
+        self.parts = None  # sent with the first sum, inside its retries
 
     def _send(self):
         p = self.problem
@@ -322,6 +324,10 @@ class ClusterSums(ExampleSums):
         submit = self.client.submit
         for attempt in range(RETRIES + 1):
             try:
+                if attempt:  # the partitions again, once the cluster has replaced the worker
+                    time.sleep(RETRY_WAIT * attempt)
+                if attempt or self.parts is None:
+                    self._send()
                 shared = self.client.scatter(coef, hash=False)
                 lists = [submit(function, part, shared, total, *args, pure=False)
                          for part in self.parts]
@@ -332,7 +338,6 @@ class ClusterSums(ExampleSums):
                     raise RuntimeError(f"ClusterSums: a task failed or a worker was lost "
                                        f"{RETRIES + 1} times in a row ({type(exc).__name__}: "
                                        f"{exc}).") from exc
-                self._send()
 
     def smoothed(self, coef, smoothing, gradient=True):
         p = self.problem
@@ -344,6 +349,19 @@ class ClusterSums(ExampleSums):
 
     def close(self):
         self.parts = None  # the futures released, the partitions freed on the workers
+
+    def __exit__(self, kind, exc, traceback):
+        self.close()
+        if exc is not None and _lost_worker(exc):  # one raised outside a sum's retries
+            raise RuntimeError(f"ClusterSums: a worker was lost mid-fit ({kind.__name__}: "
+                               f"{exc}); fit again.") from exc
+
+
+def _lost_worker(exc):
+    """Whether ``exc`` is how dask reports a lost worker or a failed task: its own errors,
+    or a worker's address missing from its tables (``KeyError``), a closed connection."""
+    return (type(exc).__module__.split(".")[0] in ("distributed", "dask", "tornado")
+            or isinstance(exc, (KeyError, OSError, CancelledError)))
 
 
 def open_sums(problem, cluster=False, n_partitions=None):
