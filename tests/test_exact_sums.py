@@ -128,14 +128,14 @@ def test_sums_equal_the_direct_sums_and_do_not_depend_on_the_split(name, smoothi
     coef = np.random.default_rng(3).normal(size=problem.n_params) * 0.5
     direct = full_gradient(problem, coef, smoothing)  # every example's terms, one by one
     results = []
-    for threads in (1, 2, 3):
+    for threads in (1, 2, 3, 4):
         with use_threads(threads):
             results.append(sums.ThreadSums(problem).smoothed(coef, smoothing))
     value, grad, dual_loss = results[0]
     np.testing.assert_allclose(value, direct.value, rtol=1e-12)
     np.testing.assert_allclose(grad, direct.grad, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(dual_loss, direct.dual_loss, rtol=1e-12)
-    for n_partitions in (2, 3, 6):
+    for n_partitions in (2, 3, 4, 6):
         for reduce in (False, True):
             results.append(parts_by_hand(problem, n_partitions, coef, smoothing, reduce))
     for other in results[1:]:
@@ -160,11 +160,11 @@ def chain_problem():
 
 def test_bmrm_and_agm_are_the_same_to_the_bit_on_any_number_of_threads():
     problem = chain_problem()
-    fits = [bmrm(problem, ALPHA, tol=1e-6, max_iter=40, n_jobs=n_jobs) for n_jobs in (1, 2, 3)]
+    fits = [bmrm(problem, ALPHA, tol=1e-6, max_iter=40, n_jobs=n_jobs) for n_jobs in (1, 2, 4)]
     for fit in fits[1:]:
         same_fit(fits[0], fit)
     fits = [agm_structured(problem, ALPHA, 0.5, max_iter=15, continuation=True, n_jobs=n_jobs)
-            for n_jobs in (1, 2, 3)]
+            for n_jobs in (1, 2, 4)]
     for fit in fits[1:]:
         same_fit(fits[0], fit)
 
