@@ -60,12 +60,24 @@ def _find_atom(atom_y, atom_n, i, n0, n1, ys):
     return -1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _atom(atom_y, n0, n1, k, buf):
+    """Atom ``k``'s labeling of nodes ``n0..n1-1``, copied into ``buf``: contiguous like ``ys``,
+    so that the kernels it goes to compile once for both (a column of ``atom_y`` is strided,
+    and each of them would compile a second time for it)."""
+    out = buf[:n1 - n0]
+    for t in range(n0, n1):
+        out[t - n0] = atom_y[t, k]
+    return out
+
+
 @njit(cache=True, nogil=True)
 def _remove_atom(atom_y, atom_w, atom_n, i, n0, n1, k):
     """Drop atom ``k`` of block ``i`` (the last atom takes its place)."""
     last = atom_n[i] - 1
     if k != last:
-        atom_y[n0:n1, k] = atom_y[n0:n1, last]
+        for t in range(n0, n1):
+            atom_y[t, k] = atom_y[t, last]
         atom_w[i, k] = atom_w[i, last]
     atom_w[i, last] = 0.0
     atom_n[i] = last
@@ -97,7 +109,8 @@ def _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s, away, may_
         if away == atom_n[i]:
             away = victim
     k = atom_n[i]
-    atom_y[n0:n1, k] = ys
+    for t in range(n0, n1):
+        atom_y[t, k] = ys[t - n0]
     atom_w[i, k] = 0.0
     H_atoms[k] = H_s
     atom_n[i] += 1
@@ -150,13 +163,13 @@ def _prefetch_block(i, packed, gram, gram_off, dual, store, dense_state):
 
 
 @njit(cache=True, nogil=True)
-def _dense_direction(kind, graph, dual, atom_y, block, step, D, dq):
+def _dense_direction(kind, graph, dual, block, step, D, dq):
     """Write a step's direction ``(D, dq)`` densely; return its ``dl``. ``block`` is
-    ``(i, t0, T, n0, n1, yi, losses, ell_i, n)``, ``step`` ``(ys, L_s, away, away_step,
-    pairwise)``."""
+    ``(i, t0, T, yi, losses, ell_i, n)``, ``step`` ``(ys, L_s, ya, away_step, pairwise)``,
+    ``ya`` the away atom's labeling (away and pairwise steps)."""
     M, Q = dual.M, dual.Q
-    i, t0, T, n0, n1, yi, losses, ell_i, n = block
-    ys, L_s, away, away_step, pairwise = step
+    i, t0, T, yi, losses, ell_i, n = block
+    ys, L_s, ya, away_step, pairwise = step
     C = D.shape[1]
     for t in range(T):
         for c in range(C):
@@ -164,12 +177,12 @@ def _dense_direction(kind, graph, dual, atom_y, block, step, D, dq):
     for j in range(dq.shape[0]):
         dq[j] = Q[i, j] if away_step else (0.0 if pairwise else -Q[i, j])
     if away_step:  # D = M_i - S(y_a)
-        add_stats(kind, atom_y[n0:n1, away], -1.0, D, dq, graph)
-        dl = ell_i - label_loss(kind, yi, atom_y[n0:n1, away], losses) / n
+        add_stats(kind, ya, -1.0, D, dq, graph)
+        dl = ell_i - label_loss(kind, yi, ya, losses) / n
     elif pairwise:  # D = S(y*) - S(y_a)
         add_stats(kind, ys, 1.0, D, dq, graph)
-        add_stats(kind, atom_y[n0:n1, away], -1.0, D, dq, graph)
-        dl = (L_s - label_loss(kind, yi, atom_y[n0:n1, away], losses)) / n
+        add_stats(kind, ya, -1.0, D, dq, graph)
+        dl = (L_s - label_loss(kind, yi, ya, losses)) / n
     else:  # Frank-Wolfe: D = S(y*) - M_i
         add_stats(kind, ys, 1.0, D, dq, graph)
         dl = L_s / n - ell_i
@@ -372,8 +385,7 @@ def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, st
     time (``solvers.bcfw``'s parallel passes): every addition into ``(W, theta)`` is then
     atomic (``atomic.add_into``), so none is lost. Without bounds or averaging only.
     """
-    kernel = _pass_kernel(int(packed.kind), model.kappa > 0.0,
-                          store.step_type != FW or bool(store.use_cache), bool(shared))
+    kernel = _pass_kernel(int(packed.kind), model.kappa > 0.0, bool(shared))
     return kernel(packed, gram, gram_off, model, dual, schedule, store, averages, start,
                   drop_when_full)
 
@@ -407,15 +419,16 @@ def _wait_for_room(pass_counts, pooled, unmade):
 
 
 @functools.lru_cache(maxsize=None)
-def _pass_kernel(structure_kind, elastic_net, atoms, shared):
+def _pass_kernel(structure_kind, elastic_net, shared):
     """``bcfw_pass`` compiled for one structure kind, with or without the elastic net's line
-    search (``elastic_net``) and the atom store (``atoms``: pairwise or away steps, or the
-    cache): closure constants (ints and bools, which numba's cache keys on), so that numba
-    prunes the other branches and a plain Frank-Wolfe fit of a chain with the L2 penalty
-    compiles neither the other kinds' oracles, the line search's sort nor the active-set
-    bookkeeping. (Only the inlined oracle takes the constant: a constant argument of a compiled
-    kernel would compile it once more, for that literal.) ``shared`` likewise: atomic additions
-    into the weights, or plain ones (the one-thread pass compiles no atomic operation)."""
+    search (``elastic_net``): closure constants (ints and bools, which numba's cache keys on),
+    so that numba prunes the other branches and a fit of a chain with the L2 penalty compiles
+    neither the other kinds' oracles nor the line search's sort. (Only the inlined oracle takes
+    the constant: a constant argument of a compiled kernel would compile it once more, for that
+    literal.) ``shared`` likewise: atomic additions into the weights, or plain ones (the
+    one-thread pass compiles no atomic operation). The atom store (pairwise and away steps,
+    the cache) is a branch at run time: the defaults use it, and a constant would compile a
+    second pass for every Frank-Wolfe fit without the cache."""
 
     @njit(cache=True, nogil=True)
     def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, start,
@@ -440,6 +453,7 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
         dq = np.empty(p)
         max_nodes = max_length(node_off)
         y_buf = np.empty(max_nodes, dtype=np.int32)
+        ya_buf = np.empty(max_nodes, dtype=np.int32)
         H_atoms = np.empty(cap)
         soft = elastic_net  # line searches on the coordinates a step moves
         # sparse pairwise steps: the entries of S(y*) - S(y_a) and q(y*) - q(y_a); with the elastic
@@ -482,7 +496,7 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
             else:
                 weights[j] = max(gap_estimates[j], 0.0)
         tree = sum_tree(weights)
-        keep_atoms = atoms
+        keep_atoms = step_type != FW or bool(use_cache)
         n_hits = 0
         n_first = first_blocks.shape[0]
         large_weights = W.shape[0] * W.shape[1] > LARGE_WEIGHTS
@@ -537,8 +551,9 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
             away = NONE
             if keep_atoms:
                 for k in range(atom_n[i]):
-                    score_k = labeling_score(kind, U, theta_c, atom_y[n0:n1, k], graph)
-                    H_atoms[k] = label_loss(kind, yi, atom_y[n0:n1, k], losses) + score_k
+                    ya = _atom(atom_y, n0, n1, k, ya_buf)
+                    score_k = labeling_score(kind, U, theta_c, ya, graph)
+                    H_atoms[k] = label_loss(kind, yi, ya, losses) + score_k
                     if sparse_steps:
                         expected += atom_w[i, k] * score_k
                     if best < 0 or H_atoms[k] > H_atoms[best]:
@@ -554,7 +569,8 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
                        and cached_gap >= cache_min_gap)
             if hit:
                 k_star = best
-                ys[:] = atom_y[n0:n1, best]
+                for t in range(n0, n1):
+                    ys[t - n0] = atom_y[t, best]
                 H_s = H_atoms[best]
                 gap = cached_gap
                 n_hits += 1
@@ -616,14 +632,16 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
                 continue
             n_s = n_q = m = 0
             if keep_atoms and sparse_steps:  # D = S(y*) - S(y_a) as entries
-                ya = atom_y[n0:n1, away]
+                ya = _atom(atom_y, n0, n1, away, ya_buf)
                 n_s, n_q = stats_difference(kind, ys, ya, graph, C, rows, cols, vals, q_index,
                                             q_vals)
                 dl = (L_s - label_loss(kind, yi, ya, losses)) / nb
             else:
-                dl = _dense_direction(kind, graph, dual, atom_y,
-                                      (i, t0, T, n0, n1, yi, losses, ell_blocks[i], nb),
-                                      (ys, L_s, away, away_step, pairwise), D, dq)
+                ya = ys  # read by away and pairwise steps only
+                if away_step or pairwise:
+                    ya = _atom(atom_y, n0, n1, away, ya_buf)
+                dl = _dense_direction(kind, graph, dual, (i, t0, T, yi, losses, ell_blocks[i], nb),
+                                      (ys, L_s, ya, away_step, pairwise), D, dq)
             if soft:  # exact line search on the elastic-net dual, f'(0) = -N
                 if not sparse_steps:
                     n_s, n_q = _dense_entries(D, dq, rows, cols, vals, q_index, q_vals)
@@ -699,7 +717,8 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
             # the atoms' weights follow the step (spec 002 §4, §10.3 pitfall 3); atoms whose
             # weight reaches 0 stay as cached corners with a cache, else they are dropped
             if replace:  # the corner takes the slot, and the weight, of the dropped atom
-                atom_y[n0:n1, k_star] = ys
+                for t in range(n0, n1):
+                    atom_y[t, k_star] = ys[t - n0]
                 dropped = NONE
             elif pairwise:
                 atom_w[i, k_star] += gamma
@@ -716,7 +735,8 @@ def _pass_kernel(structure_kind, elastic_net, atoms, shared):
                 atom_w[i, k_star] = 1.0 if gamma >= 1.0 else atom_w[i, k_star] + gamma
                 dropped = NONE
                 if gamma >= 1.0 and not use_cache:
-                    atom_y[n0:n1, 0] = ys
+                    for t in range(n0, n1):
+                        atom_y[t, 0] = ys[t - n0]
                     atom_w[i, 0] = 1.0
                     for k in range(1, atom_n[i]):
                         atom_w[i, k] = 0.0
@@ -761,6 +781,7 @@ def _blocks_from_atoms(packed, atom_y, atom_w, atom_n, M, Q, ell_blocks, block_n
                                             packed.node_off, packed.tok_loss)
     M[tok_off[lo]:tok_off[hi], :] = 0.0
     Q[lo:hi, :] = 0.0
+    ya_buf = np.empty(max_length(node_off[lo:hi + 1]), dtype=np.int32)
     for i in range(lo, hi):
         n0 = node_off[i]
         n1 = node_off[i + 1]
@@ -770,8 +791,9 @@ def _blocks_from_atoms(packed, atom_y, atom_w, atom_n, M, Q, ell_blocks, block_n
         ell = 0.0
         for k in range(atom_n[i]):
             atom_w[i, k] /= total
-            add_stats(kind, atom_y[n0:n1, k], atom_w[i, k], M[tok_off[i]:tok_off[i + 1]], Q[i],
+            ya = _atom(atom_y, n0, n1, k, ya_buf)
+            add_stats(kind, ya, atom_w[i, k], M[tok_off[i]:tok_off[i + 1]], Q[i],
                       example_graph(packed, i))
-            ell += atom_w[i, k] * label_loss(kind, y[n0:n1], atom_y[n0:n1, k],
+            ell += atom_w[i, k] * label_loss(kind, y[n0:n1], ya,
                                              tok_loss[tok_off[i]:tok_off[i + 1]])
         ell_blocks[i] = ell / block_n[i]

@@ -98,10 +98,11 @@ def _matvec_max(prev, trans, out):
         sp += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _argmax_into(prev, trans, s):
     """Lowest ``s'`` maximising ``prev[s'] + trans[s', s]`` (the same float operations as
-    ``_matvec_max``, so it finds the very value the forward pass kept)."""
+    ``_matvec_max``, so it finds the very value the forward pass kept). Inlined: its caller
+    passes a literal ``0`` first, which would compile a second specialisation."""
     best = 0
     best_val = prev[0, 0] + trans[0, s]
     for sp in range(1, prev.shape[0]):
