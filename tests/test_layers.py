@@ -17,7 +17,7 @@ LAYERS = [
     ("solvers", ["solvers"]),
     ("estimators", ["estimators"]),
     ("model selection", ["model_selection"]),
-    ("applications", ["datasets", "__main__", ""]),  # "": the package's __init__
+    ("applications", ["datasets", "__main__", "_compile", ""]),  # "": the package's __init__
 ]
 
 

@@ -1,0 +1,22 @@
+"""``python -m sklearn_ssvm --compile``: the common fits run, on small data, and say where their
+kernels are kept; a fit it does not know is refused by name."""
+import pytest
+
+from sklearn_ssvm.__main__ import main
+from sklearn_ssvm._compile import COMMON, FITS, fit
+
+
+def test_compile_runs_the_named_fits_and_says_where_the_cache_is(capsys):
+    main(["--compile", "bcfw/binary", "pragam/binary"])
+    out = capsys.readouterr().out
+    assert "compiling into" in out or "no writable cache" in out
+    assert "bcfw/binary" in out and "pragam/binary" in out and "bcfw/chain" not in out
+
+
+def test_every_fit_is_known_and_the_common_ones_are_among_them():
+    assert set(COMMON) <= set(FITS)
+    with pytest.raises(ValueError, match="unknown fit 'svm/chain'"):
+        fit("svm/chain")
+    with pytest.raises(SystemExit):
+        main(["--compile", "svm/chain"])
+
