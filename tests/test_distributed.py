@@ -33,7 +33,7 @@ def searches(X, Y):
 
 def test_dask_cluster_gives_the_local_results_bit_for_bit():
     X, _, Y, _ = split_folds(load_ocr_letters(), test_fold=0)
-    X, Y = X[:150], Y[:150]
+    X, Y = X[:60], Y[:60]
     local = searches(X, Y)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
