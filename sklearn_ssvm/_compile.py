@@ -30,9 +30,12 @@ def small_data(family, random_state=0):
         from .structures import grid_graph
         X = [grid_graph(rng.normal(size=(3, 3, 3))) for _ in range(8)]
         return X, [rng.integers(3, size=9) for _ in X]
-    if family == "candidates":
+    if family == "candidates":  # each example's losses, one candidate (the truth) at 0
         X = [rng.normal(size=(int(m), 4)) for m in rng.integers(2, 6, size=20)]
-        return X, [rng.uniform(size=len(x)) for x in X]
+        losses = [rng.uniform(size=len(x)) for x in X]
+        for loss in losses:
+            loss[rng.integers(len(loss))] = 0.0
+        return X, losses
     X = rng.normal(size=(40, 4))
     if family == "multilabel":
         return X, (rng.uniform(size=(40, 3)) < 0.4).astype(int)

@@ -3,7 +3,8 @@ kernels are kept; a fit it does not know is refused by name."""
 import pytest
 
 from sklearn_ssvm.__main__ import main
-from sklearn_ssvm._compile import COMMON, FITS, fit
+from sklearn_ssvm import BinarySVM, CandidateSet, ChainCRF, GraphCRF, MulticlassSVM, MultiLabel
+from sklearn_ssvm._compile import COMMON, FITS, fit, small_data
 
 
 def test_compile_runs_the_named_fits_and_says_where_the_cache_is(capsys):
@@ -20,3 +21,13 @@ def test_every_fit_is_known_and_the_common_ones_are_among_them():
     with pytest.raises(SystemExit):
         main(["--compile", "svm/chain"])
 
+
+
+def test_every_family_s_small_data_is_valid_for_its_structure():
+    structures = {"chain": ChainCRF, "multiclass": MulticlassSVM, "binary": BinarySVM,
+                  "multilabel": MultiLabel, "candidates": CandidateSet, "graph": GraphCRF}
+    families = {name.split("/")[1] for name in FITS} - {"grid"}
+    assert families <= set(structures)
+    for family in families:
+        problem = structures[family]().prepare(*small_data(family))
+        assert problem.n_samples == len(small_data(family)[0])
