@@ -38,6 +38,9 @@ NUMERIC_VARIABLES = ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_OPT", "NUMBA
                      "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                      "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "MKL_NUM_THREADS",
                      "NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES")
+#: their values when this module was imported: numba and the BLAS read them as they load, and a
+#: library imported later may set some for its own workers (dask sets the thread counts to 1)
+_NUMERIC_ENVIRON = {name: os.environ[name] for name in NUMERIC_VARIABLES if name in os.environ}
 
 
 def _data(kind):
@@ -304,7 +307,7 @@ def fingerprint():
                          "scipy": scipy.__version__, "numba": numba.__version__,
                          "llvmlite": llvmlite.__version__, "scikit-learn": sklearn.__version__,
                          "threadpoolctl": threadpoolctl.__version__},
-            "env": {name: os.environ[name] for name in NUMERIC_VARIABLES if name in os.environ}}
+            "env": dict(_NUMERIC_ENVIRON)}
 
 
 def _digest(text):
