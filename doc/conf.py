@@ -49,9 +49,10 @@ html_theme = "pydata_sphinx_theme"
 html_title = f"sklearn_ssvm {release}"
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
 
-#: examples that need the CoNLL files (not bundled), many minutes or the ``examples`` extra
+#: examples that need the CoNLL or scene files (not bundled), many minutes or the
+#: ``examples`` extra
 HEAVY = ("plot_casimir_conll.py", "plot_ner_conll2003.py", "plot_bcfw_variants.py",
-         "plot_graph_crf_denoising.py")
+         "plot_graph_crf_denoising.py", "plot_multilabel_scene.py")
 _which = os.environ.get("SKLEARN_SSVM_DOC_EXAMPLES", "light")
 if _which == "all":
     _pattern = r"/plot_"

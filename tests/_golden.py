@@ -18,6 +18,7 @@ import copy
 import hashlib
 import json
 import os
+from functools import partial
 import platform
 import sys
 import warnings
@@ -86,8 +87,13 @@ def _data(kind):
 def _structures():
     from sklearn_ssvm import BinarySVM, CandidateSet, ChainCRF, GraphCRF, MulticlassSVM, MultiLabel
     from sklearn_ssvm.structures import BinaryGraphCRF
-    return {"chain": (ChainCRF, "chain"), "multiclass": (MulticlassSVM, "flat"),
-            "multilabel": (MultiLabel, "multilabel"), "candidates": (CandidateSet, "candidates"),
+    # recorded before the flat structures had intercepts and label pairs by default: the
+    # models of fit_intercept=False and pairwise=None
+    return {"chain": (ChainCRF, "chain"),
+            "multiclass": (partial(MulticlassSVM, fit_intercept=False), "flat"),
+            "multilabel": (partial(MultiLabel, pairwise=None, fit_intercept=False),
+                           "multilabel"),
+            "candidates": (CandidateSet, "candidates"),
             "graph": (GraphCRF, "graph"), "binary_graph": (BinaryGraphCRF, "binary_graph")}
 
 
@@ -187,7 +193,9 @@ def _fit(estimator, X, Y):
     except (ValueError, TypeError, NotImplementedError) as error:
         return {"refused": str(error)}
     return {"coef": np.ravel(estimator.coef_),
-            "intercept": np.ravel(getattr(estimator, "intercept_", [])),
+            # a structured model's intercepts are entries of coef_ (the constant feature)
+            "intercept": np.ravel([] if hasattr(estimator, "structure_")
+                                  else getattr(estimator, "intercept_", [])),
             "gap": getattr(estimator, "duality_gap_", None),
             "primal": getattr(estimator, "primal_objective_", None),
             "n_iter": int(estimator.n_iter_),

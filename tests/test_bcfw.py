@@ -115,38 +115,56 @@ def test_chain_matches_qp_solution():
     assert est.primal_objective_ - p_star <= est.duality_gap_ + 1e-9
 
 
-def test_binary_matches_linear_svc():
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_binary_matches_linear_svc(fit_intercept):
+    """liblinear's problem, its intercept included (a constant feature ``intercept_scaling``,
+    its weight penalised)."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 5))
-    y = np.sign(X @ rng.normal(size=5) + 0.5 * rng.normal(size=60))
-    alpha = 0.05
-    est = BCFWStructuredSVM(BinarySVM(), alpha=alpha, max_iter=5000, tol=1e-9,
-                            random_state=0).fit(X, y)
-    svc = LinearSVC(loss="hinge", C=1 / (alpha * len(y)), fit_intercept=False, tol=1e-10,
-                    max_iter=200000).fit(X, y)
-    w = svc.coef_.ravel()
-    p_svc = 0.5 * alpha * w @ w + np.maximum(0, 1 - y * (X @ w)).mean()
+    offset = 0.8 if fit_intercept else 0.0  # a base rate only an intercept can express
+    y = np.sign(X @ rng.normal(size=5) + offset + 0.5 * rng.normal(size=60))
+    alpha, scaling = 0.05, 2.0
+    est = BCFWStructuredSVM(BinarySVM(fit_intercept=fit_intercept, intercept_scaling=scaling),
+                            alpha=alpha, max_iter=5000, tol=1e-9, random_state=0).fit(X, y)
+    svc = LinearSVC(loss="hinge", C=1 / (alpha * len(y)), fit_intercept=fit_intercept,
+                    intercept_scaling=scaling, tol=1e-10, max_iter=200000).fit(X, y)
+    w, b = svc.coef_.ravel(), np.atleast_1d(svc.intercept_)
+    p_svc = (0.5 * alpha * (w @ w + (b[0] / scaling) ** 2)
+             + np.maximum(0, 1 - y * (X @ w + b[0])).mean())
     assert est.primal_objective_ == pytest.approx(p_svc, rel=1e-6)
-    np.testing.assert_allclose(est.coef_, w, atol=1e-3)
+    assert est.coef_.shape == (5 + fit_intercept,)
+    np.testing.assert_allclose(est.coef_[:5], w, atol=1e-3)
+    np.testing.assert_allclose(est.intercept_, b, atol=1e-3)
+    assert not fit_intercept or abs(b[0]) > 0.1
+    np.testing.assert_allclose(est.decision_function(X), X @ est.coef_[:5] + est.intercept_)
 
 
-def test_multiclass_matches_crammer_singer():
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_multiclass_matches_crammer_singer(fit_intercept):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(60, 4))
-    y = np.argmax(X @ rng.normal(size=(4, 3)) + 0.5 * rng.normal(size=(60, 3)), axis=1)
+    offset = np.array([0.0, 0.7, -0.7]) if fit_intercept else 0.0
+    y = np.argmax(X @ rng.normal(size=(4, 3)) + offset + 0.5 * rng.normal(size=(60, 3)),
+                  axis=1)
     alpha = 0.05
-    est = BCFWStructuredSVM(MulticlassSVM(), alpha=alpha, max_iter=5000, tol=1e-4,
-                            random_state=0).fit(X, y)
-    svc = LinearSVC(multi_class="crammer_singer", C=1 / (alpha * len(y)), fit_intercept=False,
-                    tol=1e-10, max_iter=200000).fit(X, y)
-    w = svc.coef_.T.ravel()  # (n_features, n_classes) feature-major, our layout
-    scores = X @ svc.coef_.T
+    est = BCFWStructuredSVM(MulticlassSVM(fit_intercept=fit_intercept), alpha=alpha,
+                            max_iter=5000, tol=1e-4, random_state=0).fit(X, y)
+    svc = LinearSVC(multi_class="crammer_singer", C=1 / (alpha * len(y)),
+                    fit_intercept=fit_intercept, tol=1e-10, max_iter=200000).fit(X, y)
+    b = np.broadcast_to(svc.intercept_, (3,))
+    # our layout: (n_features [+ 1], n_classes) feature-major, the constant feature last
+    w = np.vstack([svc.coef_.T, b[None]] if fit_intercept else [svc.coef_.T]).ravel()
+    scores = X @ svc.coef_.T + b
     hinge = np.max(scores + (np.arange(3)[None] != y[:, None]), axis=1) - scores[np.arange(60), y]
     p_svc = 0.5 * alpha * w @ w + hinge.mean()
     # Frank-Wolfe is sublinear here: sandwich liblinear's optimum with the certificate
     assert est.converged_
     assert est.dual_objective_ <= p_svc + 1e-9 <= est.primal_objective_ + 2e-9
     assert est.primal_objective_ - p_svc <= est.duality_gap_ + 1e-9
+    # both within sqrt(2 gap / alpha) of the optimum, the objective being alpha-strongly convex
+    assert np.linalg.norm(est.coef_ - w) <= 2 * np.sqrt(2 * est.duality_gap_ / alpha)
+    assert est.intercept_.shape == (3,)
+    assert not fit_intercept or np.ptp(svc.intercept_) > 0.2
 
 
 def test_same_seed_same_coef():
@@ -427,8 +445,8 @@ def test_pairwise_binary_matches_linear_svc_to_1e6():
     X = rng.normal(size=(60, 5))
     y = np.sign(X @ rng.normal(size=5) + 0.5 * rng.normal(size=60))
     alpha = 0.05
-    est = BCFWStructuredSVM(BinarySVM(), alpha=alpha, max_iter=5000, tol=1e-10, step="pairwise",
-                            random_state=0).fit(X, y)
+    est = BCFWStructuredSVM(BinarySVM(fit_intercept=False), alpha=alpha, max_iter=5000,
+                            tol=1e-10, step="pairwise", random_state=0).fit(X, y)
     svc = LinearSVC(loss="hinge", C=1 / (alpha * len(y)), fit_intercept=False, tol=1e-10,
                     max_iter=1000000).fit(X, y)
     w = svc.coef_.ravel()
@@ -442,8 +460,8 @@ def test_pairwise_multiclass_matches_crammer_singer_to_1e6():
     X = rng.normal(size=(60, 4))
     y = np.argmax(X @ rng.normal(size=(4, 3)) + 0.5 * rng.normal(size=(60, 3)), axis=1)
     alpha = 0.05
-    est = BCFWStructuredSVM(MulticlassSVM(), alpha=alpha, max_iter=5000, tol=1e-10,
-                            step="pairwise", random_state=0).fit(X, y)
+    est = BCFWStructuredSVM(MulticlassSVM(fit_intercept=False), alpha=alpha, max_iter=5000,
+                            tol=1e-10, step="pairwise", random_state=0).fit(X, y)
     svc = LinearSVC(multi_class="crammer_singer", C=1 / (alpha * len(y)), fit_intercept=False,
                     tol=1e-10, max_iter=1000000).fit(X, y)
     scores = X @ svc.coef_.T

@@ -121,7 +121,7 @@ def test_binary_agrees_with_structure_and_liblinear():
     sparse = bmrm_binary(sp.csr_matrix(X), y, lam, tol=1e-9, max_iter=2000)
     assert dense.converged and sparse.converged
     np.testing.assert_allclose(sparse.coef, dense.coef, atol=1e-6)
-    problem = BinarySVM().prepare(X, y)
+    problem = BinarySVM(fit_intercept=False).prepare(X, y)  # bmrm_binary's: no intercept
     structured = bmrm(problem, lam, tol=1e-9, max_iter=2000)
     assert structured.objective == pytest.approx(dense.objective, abs=2e-9)
     svc = LinearSVC(loss="hinge", C=1 / (lam * len(y)), fit_intercept=False, tol=1e-10,

@@ -249,7 +249,7 @@ def test_one_node_graphs_step_as_multiclass():
                       averaging=averaging, random_state=0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compiled = BCFWStructuredSVM(MulticlassSVM(), **params).fit(X, y)
+            compiled = BCFWStructuredSVM(MulticlassSVM(fit_intercept=False), **params).fit(X, y)
             graph = BCFWStructuredSVM(GraphCRF(n_states=S), **params).fit(
                 graphs, [y[i:i + 1] for i in range(n)])
         if step == "pairwise":

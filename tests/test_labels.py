@@ -69,7 +69,7 @@ def test_declared_labels_are_checked():
     Xf, yf = rng.normal(size=(20, 3)), np.arange(20) % 2
     est = BCFWStructuredSVM(MulticlassSVM(labels=[0, 1, 2]), max_iter=3).fit(Xf, yf)
     assert est.structure_.classes_.tolist() == [0, 1, 2]
-    assert est.coef_.shape == (3 * 3,)
+    assert est.coef_.shape == ((3 + 1) * 3,)  # three features and the constant, 3 classes
     with pytest.raises(ValueError, match="exactly 2 classes"):
         BCFWStructuredSVM(BinarySVM(labels=[0, 1, 2]), max_iter=3).fit(Xf, yf)
     est = BCFWStructuredSVM(BinarySVM(labels=[-1, 1]), max_iter=3).fit(Xf, 2 * yf - 1)
@@ -79,7 +79,8 @@ def test_declared_labels_are_checked():
 
 def test_default_alpha():
     """alpha=None is scale-free: on chains max(0.01, 4.5e-5 T^2) per unit of the loss scale
-    (the same model with either loss), multi-label data 0.01 per unit, 1/n otherwise; every
+    (the same model with either loss), multi-label data 1e-3 R^2 per unit (R^2 the mean
+    squared norm of an example's features, the constant one included), 1/n otherwise; every
     estimator of the objective takes the same."""
     from sklearn_ssvm import BMRMStructuredSVM, MultiLabel, SmoothSSVMClassifier
 
@@ -100,4 +101,5 @@ def test_default_alpha():
     assert BCFWStructuredSVM(MulticlassSVM(), max_iter=2).fit(Xf, np.arange(25) % 3).alpha_ \
         == 1 / 25
     assert BCFWStructuredSVM(MultiLabel(), max_iter=2).fit(
-        Xf, rng.integers(0, 2, size=(25, 4))).alpha_ == pytest.approx(0.01)
+        Xf, rng.integers(0, 2, size=(25, 4))).alpha_ == pytest.approx(
+            1e-3 * (np.mean(np.sum(Xf ** 2, axis=1)) + 1))

@@ -183,7 +183,8 @@ def test_parameter_validation():
 
 
 @pytest.mark.parametrize("bad, message", [(None, "contains None"), (np.nan, "contains NaN"),
-                                          ("a", "mixes label types")])
+                                          ("a", r"Mix of label input types \(string and "
+                                                r"number\)")])
 def test_label_values_are_checked(bad, message):
     X, Y = data()
     Y = [y.astype(object) for y in Y]

@@ -190,7 +190,7 @@ def test_steps_following_mu_tolerate_a_large_learning_rate():
 
 def test_sgd_pegasos_approaches_the_optimum():
     rng = np.random.default_rng(5)
-    structure = MulticlassSVM()
+    structure = MulticlassSVM(fit_intercept=False)
     X, Y = data_for(structure, rng, n=40)
     alpha = 0.1
     bcfw = BCFWStructuredSVM(structure, alpha=alpha, max_iter=2000, tol=1e-8,

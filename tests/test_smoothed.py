@@ -181,11 +181,16 @@ def test_errors():
             structure.smoothed_oracle(X[0], Y[0], coef, "l2", 1.0, bad)
     with pytest.raises(ValueError, match="mu must be"):
         structure.smoothed_oracle(X[0], Y[0], coef, "l2", -1.0, 5)
+    def fitted(pairwise):  # the label graph (and kind) is fitted: "auto" depends on Y
+        multilabel = MultiLabel(pairwise=pairwise)
+        multilabel.prepare(np.eye(3), np.eye(3, dtype=int))
+        return multilabel._kind
+
     for pairwise in (None, "tree"):
-        kind = MultiLabel(pairwise=pairwise)._kind
         with pytest.raises(ValueError, match="l2 smoothing over all outputs"):
-            smoothing_code("l2", None, kind)
-    assert smoothing_code("l2", None, MultiLabel(pairwise="full")._kind) == (L2, 1)
+            smoothing_code("l2", None, fitted(pairwise))
+    assert smoothing_code("l2", None, fitted("full")) == (L2, 1)
+    assert smoothing_code("l2", None, fitted("auto")) == (L2, 1)  # every pair of 3 labels
     assert smoothing_code(None, 7, structure._kind) == (NONE, 1)  # top_k unused by the max
     # the kernels refuse too (what the Python checks guard)
     problem = structure.pack(X, Y)

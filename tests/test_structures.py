@@ -137,14 +137,21 @@ def test_flat_oracles_match_enumeration(structure):
         np.testing.assert_array_equal(structure.decode(x, coef), y_dec)
 
 
-def test_binary_hinge_is_the_svm_hinge():
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_binary_hinge_is_the_svm_hinge(fit_intercept):
+    """``max(0, 1 - y (<w, x> + b))``, ``b`` the constant feature's weight times
+    ``intercept_scaling``."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(8, 3))
     y = np.array([-1, 1] * 4)
-    s = BinarySVM()
+    s = BinarySVM(fit_intercept=fit_intercept, intercept_scaling=2.5)
     problem = s.prepare(X, y)
-    w = rng.normal(size=3)
-    np.testing.assert_allclose(problem.hinge_losses(w), np.maximum(0, 1 - y * (X @ w)))
+    w = rng.normal(size=s.n_params)
+    b = 2.5 * w[3] if fit_intercept else 0.0
+    assert s.n_params == 3 + fit_intercept
+    np.testing.assert_allclose(problem.hinge_losses(w), np.maximum(0, 1 - y * (X @ w[:3] + b)))
+    np.testing.assert_allclose(s.decision_function(X, w), X @ w[:3] + b)
+    np.testing.assert_allclose(s.intercept(w), [b])
 
 
 @pytest.mark.parametrize("pairwise", [None, "tree", "full"])

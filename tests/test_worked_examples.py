@@ -89,16 +89,22 @@ class GroupLasso(Penalty):
 class OrdinalRegression(MulticlassSVM):
     """Ordered levels ``classes_``: a weight vector per level (``phi(x, k) = e_k (x) x``) and
     the loss ``|k - y| / (K - 1)``, the distance between levels. Each example's K levels are
-    its candidates, so the compiled candidate-set oracles (max, top-K, smoothed) run it."""
+    its candidates, so the compiled candidate-set oracles (max, top-K, smoothed) run it. With
+    ``fit_intercept`` each level has its intercept (the constant feature joins ``x``)."""
 
     _kind = CANDIDATES
     _n_codes = 1  # one statistic per candidate: S(y) = e_y
 
-    def _augment_width(self):  # n_params = n_features_in_ * K
-        return self.n_features_in_ * (len(self.classes_) - 1)
+    def _augment_width(self):  # n_params = (n_features_in_ [+ 1]) * K
+        return (self.n_features_in_ + self.fit_intercept) * len(self.classes_) - \
+            self.n_features_in_
+
+    def _augment(self, X_all, tok_offsets):  # done in _pack, before the levels' blocks
+        return X_all
 
     def _pack(self, X_all, lengths, Y):
         K = len(self.classes_)  # candidate k of example i: x_i in block k, feature-major
+        X_all = super()._augment(X_all, None)
         return super()._pack(sp.kron(X_all, sp.identity(K), format="csr"), lengths * K, Y)
 
     def _token_losses(self, Y):
@@ -228,7 +234,7 @@ def test_group_lasso_trains_with_agm_and_zeroes_whole_features():
     group lasso's own, checked above); singleton groups are the elastic net, whose solution
     the same solver reaches; large groups zero every label's weight of some input features."""
     X, y = _data("flat")
-    structure = MulticlassSVM()
+    structure = MulticlassSVM(fit_intercept=False)  # every coefficient a feature's
     problem = structure.prepare(X, y)
     K = len(structure.classes_)  # coef is feature-major: coefficient j*K + k is feature j
     agm = AGM(mu=1e-6, tol=1e-7, max_iter=5000)

@@ -341,6 +341,22 @@ class StructuredEstimator(BaseEstimator):
         return self.structure_.decision_function(X, self._dense_coef())
 
     @property
+    def intercept_(self):
+        """The intercepts of a flat structure's model, as scikit-learn's linear models name
+        them: one per class (``MulticlassSVM``), per label (``MultiLabel``), or ``(1,)``
+        (``BinarySVM``); zeros with ``fit_intercept=False``. The constant feature's weights in
+        ``coef_`` times the structure's ``intercept_scaling``. Sequence and graph structures
+        have none (their biases are features: ``ChainCRF(bias=True)``).
+        """
+        check_is_fitted(self, "coef_")
+        intercept = getattr(self.structure_, "intercept", None)
+        if intercept is None:
+            raise AttributeError(f"{type(self.structure_).__name__} has no intercept_: only "
+                                 f"the flat structures (BinarySVM, MulticlassSVM, MultiLabel) "
+                                 f"fit one.")
+        return intercept(self._dense_coef())
+
+    @property
     def transition_features_(self):
         """Transition weights of a chain, ``{(label_from, label_to): weight}``.
 

@@ -17,7 +17,7 @@ from ..solvers._common import interruptible, stop_requested
 from ..solvers.agm import agm
 from ..solvers.pragam import pragam
 from ..solvers.pragam_structured import StructuredPragam
-from ..structures.base import as_real_array
+from ..structures.base import as_real_array, check_label_types
 from .base import StructuredEstimator, warn_interrupted
 
 
@@ -171,6 +171,7 @@ class PragamSVC(ClassifierMixin, BaseEstimator):
             raise
 
     def _fit(self, X, y):
+        check_label_types([y], "y", item=None)
         X = _numeric(X)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
         # large features: solve on X / s with alpha / s^2, the same problem in w * s (s a power

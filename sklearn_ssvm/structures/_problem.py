@@ -17,9 +17,14 @@ from .._kernels.sparse import token_gram
 from .._kernels.threads import thread_map
 from ..smoothing import _check_mu
 
-#: ``alpha=None`` per unit of the largest loss (chains, multi-label data): the sequences' and
-#: the multi-label rule (OCR folds, CoNLL-2003 train -> testa, scene by 3-fold CV on train)
+#: ``alpha=None`` per unit of the largest loss for sequences (OCR folds, CoNLL-2003 train ->
+#: testa)
 LOSS_ALPHA = 0.01
+#: ``alpha=None`` for multi-label data per unit of the largest loss and of ``R^2``, the mean
+#: squared norm of an example's features (the constant one included): the same model for
+#: features scaled by any factor (scene by 3-fold CV on train, raw and standardised;
+#: benchmarks/select_defaults.py)
+FEATURE_ALPHA = 1e-3
 #: ``alpha=None`` for sequences is at least ``TOKEN_ALPHA`` per token of the counting loss (its
 #: objective is the mean length times a per-token one regularised by ``alpha / mean length``):
 #: long sentences need it (CoNLL-2000 by 3-fold CV on train); benchmarks/select_defaults.py
@@ -140,8 +145,9 @@ class ExampleWeights:
         Per unit of the zero model's objective :meth:`loss_scale`: for sequences
         ``max(LOSS_ALPHA, TOKEN_ALPHA T^2)`` with ``T`` the mean length (0.01 per unit of the
         largest loss, and at least 4.5e-5 per token of the counting loss); for multi-label
-        data ``LOSS_ALPHA``; otherwise ``1 / n_samples`` (binary and multi-class SVMs:
-        ``LinearSVC``'s ``C = 1``). Measured in ``benchmarks/select_defaults.py``.
+        data ``FEATURE_ALPHA R^2`` (1e-3 times the mean squared norm of an example's
+        features, so that scaling the features scales ``alpha`` alike); otherwise
+        ``1 / n_samples`` (binary and multi-class SVMs: ``LinearSVC``'s ``C = 1``). Measured in ``benchmarks/select_defaults.py``.
 
         Returns
         -------
@@ -529,7 +535,9 @@ class Problem(ExampleWeights):
                        TOKEN_ALPHA * self.weighted_mean(np.diff(self.node_offsets)) ** 2)
         if self.kind in (labelings.MULTILABEL_INDEPENDENT, labelings.MULTILABEL_TREE,
                          labelings.MULTILABEL_FULL):
-            return LOSS_ALPHA
+            rows = np.repeat(np.arange(self.n_samples), np.diff(self.indptr))  # one per example
+            norms = np.bincount(rows, self.data ** 2, minlength=self.n_samples)
+            return FEATURE_ALPHA * max(self.weighted_mean(norms), np.finfo(float).tiny)
         return super()._alpha_rule()
 
     def largest_losses(self):

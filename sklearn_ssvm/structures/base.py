@@ -9,6 +9,7 @@ so that one set of numba kernels (unary scores, oracles, BCFW steps) serves them
 parameter vector is ``coef = [vec(W), theta]`` with ``W`` of shape ``(n_token_features, n_codes)``.
 """
 import numbers
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,6 +17,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from .._kernels import labelings, smoothed
+from .._validation import Interval, check_params
 from ._problem import _EMPTY_EDGES, _EMPTY_INT, Problem
 
 
@@ -258,6 +260,7 @@ class StructuredModel(BaseEstimator):
         labels = getattr(self, "labels", None)
         if labels is None:
             return seen
+        check_label_types([labels], "labels", item=None)
         declared = np.asarray(labels)
         if declared.ndim != 1 or declared.shape[0] == 0:
             raise ValueError(f"labels must be a non-empty 1-D list of labels, got {labels!r}.")
@@ -578,6 +581,44 @@ class StructuredModel(BaseEstimator):
         return self._decode_labels(y_out, problem.node_offsets)
 
 
+def check_label_types(groups, what="Y", item="sequence"):
+    """Refuse labels that mix strings and numbers, in scikit-learn's words, before numpy turns
+    the numbers into strings (``np.asarray([1, "a"])`` is ``["1", "a"]``, so a model would
+    predict ``"1"`` for the label ``1``).
+
+    Parameters
+    ----------
+    groups : iterable of array-like
+        The labels in groups: one per sequence, or a single group of flat labels.
+    what : str, default="Y"
+        How the message names the labels.
+    item : str or None, default="sequence"
+        How the message names a group; None: the labels are flat, and the message names the
+        first example whose type differs from the first example's.
+    """
+    seen = set()
+    for i, group in enumerate(groups):
+        seen |= _label_types(group)
+        if len(seen) > 1:
+            if item is None:
+                kinds = [_label_types([v]) for v in np.asarray(group, dtype=object).ravel()]
+                first = next(j for j, kind in enumerate(kinds) if kind and kind != kinds[0])
+                where = f"example {first} is a {kinds[first].pop()}"
+            else:
+                where = f"{item} {i} brings the second type"
+            raise ValueError(f"Mix of label input types (string and number): {what} holds "
+                             f"strings and numbers ({where}); use one type, e.g. all str.")
+
+
+def _label_types(values):
+    """``{"string"}``, ``{"number"}`` or both: the kinds of the label values ``values``."""
+    if isinstance(values, np.ndarray) and values.dtype != object:
+        return {"string"} if values.dtype.kind in "US" else {"number"}
+    items = np.asarray(values, dtype=object).ravel()
+    return {"string" if isinstance(v, (str, bytes)) else "number" for v in items
+            if v is not None}
+
+
 def unique_labels(values):
     """The sorted distinct labels of ``values``, refusing None, NaN and unsortable mixtures with
     a ValueError that says so."""
@@ -664,11 +705,53 @@ def as_real_array(values, what):
 
 
 class FlatStructure(StructuredModel):
-    """Structures whose examples are single feature vectors (X is a 2-D array or sparse)."""
+    """Structures whose examples are single feature vectors (X is a 2-D array or sparse).
+
+    With ``fit_intercept`` every example gets one more feature, the constant
+    ``intercept_scaling``, as liblinear (scikit-learn's ``LinearSVC``) adds it: each class's or
+    label's intercept is its weight times ``intercept_scaling``, penalised with the other
+    weights. Every solver and certificate then accounts for it as for any feature.
+    """
 
     _sequence_input = False
+    _parameter_constraints = {"fit_intercept": ["boolean"],
+                              "intercept_scaling": [Interval(Real, 0, None, closed="neither")]}
+
+    def _augment_width(self):
+        return 1 if self.fit_intercept else 0
+
+    def _augment(self, X_all, tok_offsets):
+        if not self.fit_intercept:
+            return X_all
+        constant = np.full((X_all.shape[0], 1), float(self.intercept_scaling))
+        return sp.hstack([X_all, sp.csr_matrix(constant)], format="csr")
+
+    def intercept(self, coef):
+        """Return the intercepts of a parameter vector: the constant feature's weights times
+        ``intercept_scaling``.
+
+        Parameters
+        ----------
+        coef : array-like of shape (n_params,)
+            Parameter vector.
+
+        Returns
+        -------
+        ndarray of shape (n_codes,)
+            One intercept per class (``MulticlassSVM``), per label (``MultiLabel``), or one
+            (``BinarySVM``); zeros when ``fit_intercept=False``.
+        """
+        self._check_fitted()
+        n_codes = self._n_codes
+        if not self.fit_intercept:
+            return np.zeros(n_codes)
+        rows = self.n_features_in_ + 1
+        W = np.asarray(coef, dtype=float)[:rows * n_codes].reshape(rows, n_codes)
+        return self.intercept_scaling * W[-1]
 
     def _token_matrix(self, X, fitting):
+        if fitting:
+            check_params(self)
         if not sp.issparse(X):
             X = np.asarray(X)
             if X.dtype == object:  # numbers stored as objects convert; anything else raises

@@ -8,10 +8,13 @@ from .multiclass import MulticlassSVM
 class BinarySVM(MulticlassSVM):
     """Binary classification with the 0-1 loss (spec 002 §10.1).
 
-    With ``phi(x, y) = y x / 2`` the structured hinge is ``max(0, 1 - y <w, x>)``, so the
-    structured SVM with regularisation ``alpha`` is the L2-regularised hinge-loss SVM with
-    ``C = 1 / (alpha n)`` and no intercept (add a constant feature for one). ``coef`` is the
-    usual weight vector: ``decision = X @ coef``.
+    With ``phi(x, y) = y x / 2`` the structured hinge is ``max(0, 1 - y (<w, x> + b))``, so
+    the structured SVM with regularisation ``alpha`` is the L2-regularised hinge-loss SVM with
+    ``C = 1 / (alpha n)``: liblinear's ``LinearSVC(loss="hinge", C=1 / (alpha n))``, the
+    intercept ``b`` included as liblinear fits it (penalised, through a constant feature
+    ``intercept_scaling``). ``coef`` is the usual weight vector followed by the constant
+    feature's weight: ``decision = X @ coef[:-1] + intercept_scaling * coef[-1]``, or
+    ``X @ coef`` with ``fit_intercept=False``.
 
     Parameters
     ----------
@@ -19,6 +22,11 @@ class BinarySVM(MulticlassSVM):
         The two classes. None learns them from the training labels; declare them when a
         training set (a cross-validation fold) may lack a class. A class outside a declared set
         is an error in fit; ``score`` counts a class never seen in fit as a wrong prediction.
+    fit_intercept : bool, default=True
+        Fit the intercept ``b`` (the estimators' ``intercept_``). False: no intercept.
+    intercept_scaling : float, default=1.0
+        The constant feature's value, > 0: a larger one penalises the intercept less, as
+        scikit-learn's ``LinearSVC`` has it.
 
     Attributes
     ----------
@@ -32,19 +40,19 @@ class BinarySVM(MulticlassSVM):
     _n_codes = 1
 
     def decision_function(self, X, coef):
-        """Return the decision values ``X @ coef``: positive for ``classes_[1]``.
+        """Return the decision values ``<w, x> + b``: positive for ``classes_[1]``.
 
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
             Examples, one feature vector per row.
-        coef : array-like of shape (n_features,)
-            Weight vector.
+        coef : array-like of shape (n_params,)
+            Weight vector, then the constant feature's weight with ``fit_intercept``.
 
         Returns
         -------
         ndarray of shape (n_samples,)
-            ``X @ coef``.
+            ``<w, x> + b``.
         """
         return super().decision_function(X, coef).ravel()
 

@@ -5,7 +5,7 @@ import scipy.sparse as sp
 from .._kernels import chain as chain_kernels
 from .._kernels.labelings import CHAIN
 from .._validation import check_temperature
-from .base import SequenceStructure, unique_labels
+from .base import SequenceStructure, check_label_types, unique_labels
 
 
 class ChainCRF(SequenceStructure):
@@ -80,6 +80,7 @@ class ChainCRF(SequenceStructure):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"ChainCRF's {name} must be True or False, got "
                                  f"{getattr(self, name)!r}.")
+        check_label_types(Y)
         seqs = [np.asarray(y).ravel() for y in Y]
         classes = self._label_set(unique_labels(np.concatenate(seqs)))
         if len(classes) < 2:

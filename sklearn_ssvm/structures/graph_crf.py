@@ -26,6 +26,7 @@ from ..marginals._solvers import trbp_log_partition
 from ..marginals._spanning import initial_rho
 from ..smoothing import topk_smooth_max
 from ._problem import GraphProblem
+from .base import check_label_types
 from .graph import _check_matrix
 
 __all__ = ["GraphCRF", "grid_graph"]
@@ -405,6 +406,7 @@ class GraphCRF(BaseEstimator):
 
     def _classes(self, Y):
         if self.labels is not None:
+            check_label_types([self.labels], "labels", item=None)
             classes = np.asarray(self.labels)
             if classes.ndim != 1 or len(np.unique(classes)) != len(classes) \
                     or len(classes) < 2:
@@ -415,6 +417,7 @@ class GraphCRF(BaseEstimator):
             return classes
         if self.n_states is not None:
             return np.arange(self.n_states)
+        check_label_types(Y, item="graph")
         try:
             classes = np.unique(np.concatenate([np.asarray(y).ravel() for y in Y]))
         except (TypeError, ValueError):

@@ -3,7 +3,7 @@ import numpy as np
 from sklearn.utils.validation import column_or_1d
 
 from .._kernels.labelings import MULTICLASS
-from .base import FlatStructure, unique_labels
+from .base import FlatStructure, check_label_types, unique_labels
 
 
 class MulticlassSVM(FlatStructure):
@@ -11,8 +11,10 @@ class MulticlassSVM(FlatStructure):
 
     The multiclass hinge of Crammer & Singer (2001, JMLR), as a structure of Osokin et al. (2016).
 
-    The oracle is ``argmax_k [k != y] + <w_k, x>``. ``coef`` is laid out feature-major:
-    ``coef.reshape(n_features, n_classes)[:, k]`` is the weight vector of class ``k``.
+    The oracle is ``argmax_k [k != y] + <w_k, x> + b_k``. ``coef`` is laid out feature-major:
+    ``coef.reshape(n_features + 1, n_classes)[:, k]`` is the weight vector of class ``k``, its
+    last entry the weight of the constant feature (``coef.reshape(n_features, n_classes)``
+    with ``fit_intercept=False``).
 
     Parameters
     ----------
@@ -20,6 +22,13 @@ class MulticlassSVM(FlatStructure):
         The classes. None learns them from the training labels; declare them when a training
         set (a cross-validation fold) may lack a class. A class outside a declared set is an
         error in fit; ``score`` counts a class never seen in fit as a wrong prediction.
+    fit_intercept : bool, default=True
+        Fit an intercept ``b_k`` per class, as liblinear does: a constant feature
+        ``intercept_scaling`` appended to every example, its weight penalised with the others
+        (the estimators' ``intercept_``). False: scores ``<w_k, x>`` through the origin.
+    intercept_scaling : float, default=1.0
+        The constant feature's value, > 0: a larger one penalises the intercept less
+        (``b_k = intercept_scaling * w_k[-1]``), as scikit-learn's ``LinearSVC`` has it.
 
     Attributes
     ----------
@@ -32,8 +41,10 @@ class MulticlassSVM(FlatStructure):
     _kind = MULTICLASS
     _min_classes = 2
 
-    def __init__(self, labels=None):
+    def __init__(self, labels=None, fit_intercept=True, intercept_scaling=1.0):
         self.labels = labels
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
 
     @property
     def _n_codes(self):
@@ -45,6 +56,7 @@ class MulticlassSVM(FlatStructure):
                              f"{len(classes)} class: {classes.tolist()}.")
 
     def _fit_labels(self, Y):
+        check_label_types([Y], "y", item=None)
         Y = np.asarray(Y)
         if Y.ndim == 2 and Y.shape[1] == 1:  # a column: scikit-learn's warning, then 1-D
             Y = column_or_1d(Y, warn=True)
@@ -78,19 +90,21 @@ class MulticlassSVM(FlatStructure):
     prediction_scorer = FlatStructure._label_space_scorer
 
     def decision_function(self, X, coef):
-        """Return the class scores ``X @ W``, shape ``(n_samples, n_classes)``.
+        """Return the class scores ``X @ W + b``, shape ``(n_samples, n_classes)``.
 
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
             Examples, one feature vector per row.
-        coef : array-like of shape (n_features * n_classes,)
-            Parameter vector, ``coef.reshape(n_features, n_classes)`` being ``W``.
+        coef : array-like of shape (n_params,)
+            Parameter vector, ``coef.reshape(-1, n_classes)`` being ``W`` (its last row the
+            constant feature's weights with ``fit_intercept``).
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
-            Score of each class for each example, columns in ``classes_`` order.
+            Score ``<w_k, x> + b_k`` of each class for each example, columns in ``classes_``
+            order.
         """
         problem = self.pack(X)
         W, _ = problem.split_coef(np.asarray(coef, float))

@@ -7,6 +7,9 @@ from .._kernels.labelings import (MULTILABEL_FULL, MULTILABEL_INDEPENDENT, MULTI
 from .base import FlatStructure
 
 MAX_FULL_LABELS = 12
+#: ``pairwise="auto"`` takes every pair up to this many labels (2**8 labelings an oracle call),
+#: the Chow-Liu tree beyond
+AUTO_FULL_LABELS = 8
 
 
 class MultiLabel(FlatStructure):
@@ -15,16 +18,27 @@ class MultiLabel(FlatStructure):
     The multi-label model of Finley & Joachims (2008, ICML), pairwise label terms optional, as a
     structure of Osokin et al. (2016).
 
-    ``phi(x, y) = x (x) y`` (one weight vector per label) plus, when ``pairwise`` is set, a 2x2
+    ``phi(x, y) = x (x) y`` (one weight vector per label, ``x`` ending in a constant feature
+    with ``fit_intercept``) plus, when ``pairwise`` is set, a 2x2
     table of weights per interacting pair of labels: ``e_{(y_k, y_l)}`` for each edge ``(k, l)``.
 
     Parameters
     ----------
-    pairwise : {None, "tree", "full"}, default=None
+    pairwise : {"auto", None, "tree", "full"}, default="auto"
         ``None``: independent labels (the oracle decides each label alone). ``"tree"``: edges of
         the Chow-Liu tree of the training labels (maximum spanning tree of their pairwise mutual
         information), exact max-product oracle. ``"full"``: every pair of labels, exhaustive
-        oracle (at most 12 labels).
+        oracle (at most 12 labels). ``"auto"``: ``"full"`` up to 8 labels, ``"tree"`` beyond
+        (on scene's 6 labels every pair cut binary relevance's Hamming loss by a tenth and
+        raised its example F1 from 0.60 to 0.68, where independent labels lost F1: the user
+        guide's multi-label section).
+    fit_intercept : bool, default=True
+        Fit an intercept per label (its base rate), as liblinear does: a constant feature
+        ``intercept_scaling`` appended to every example, its weight penalised with the others
+        (the estimators' ``intercept_``). Without it, standardised features (mean 0) leave
+        the independent labels no way to say how often each is on.
+    intercept_scaling : float, default=1.0
+        The constant feature's value, > 0: a larger one penalises the intercepts less.
 
     Attributes
     ----------
@@ -34,6 +48,8 @@ class MultiLabel(FlatStructure):
         The values of ``Y`` meaning off and on, in ``Y``'s dtype: ``[0, 1]``, or the two
         values ``Y`` holds (sorted: ``[-1, 1]``, ``[False, True]``). Predictions are made of
         them.
+    pairwise_ : {None, "tree", "full"}
+        The label graph fitted (``pairwise``, ``"auto"`` resolved).
     edges_ : ndarray of shape (n_edges, 2)
         The label pairs with interaction weights (``(child, parent)`` for the tree).
     n_features_in_ : int
@@ -41,13 +57,15 @@ class MultiLabel(FlatStructure):
 
     loss_name = "normalised Hamming loss"
 
-    def __init__(self, pairwise=None):
+    def __init__(self, pairwise="auto", fit_intercept=True, intercept_scaling=1.0):
         self.pairwise = pairwise
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
 
     @property
     def _kind(self):
         return {None: MULTILABEL_INDEPENDENT, "tree": MULTILABEL_TREE,
-                "full": MULTILABEL_FULL}[self.pairwise]
+                "full": MULTILABEL_FULL}[self.pairwise_]
 
     @property
     def _n_codes(self):
@@ -110,24 +128,29 @@ class MultiLabel(FlatStructure):
         return np.array([0, 1], dtype=Y.dtype)
 
     def _fit_labels(self, Y):
-        if self.pairwise not in (None, "tree", "full"):
-            raise ValueError(f"pairwise must be None, 'tree' or 'full', got {self.pairwise!r}.")
+        if self.pairwise not in ("auto", None, "tree", "full"):
+            raise ValueError(f"pairwise must be 'auto', None, 'tree' or 'full', got "
+                             f"{self.pairwise!r}.")
         self.indicator_values_ = self._indicator_values(Y)
         Y = self._check_Y(Y, np.shape(Y)[1])
         K = Y.shape[1]
         if K == 0:
             raise ValueError("Y has no label columns: MultiLabel needs at least one label.")
-        if self.pairwise == "full" and K > MAX_FULL_LABELS:
+        pairwise = self.pairwise
+        if pairwise == "auto":
+            pairwise = "full" if K <= AUTO_FULL_LABELS else "tree"
+        if pairwise == "full" and K > MAX_FULL_LABELS:
             raise ValueError(f"pairwise='full' uses an exhaustive oracle over 2**n_labels "
                              f"labelings; at most {MAX_FULL_LABELS} labels, got {K}. Use "
                              f"pairwise='tree'.")
         self.classes_ = np.arange(K)
         self._parent = np.full(K, -1, dtype=np.int64)
         self._order = np.arange(K, dtype=np.int64)
-        if self.pairwise == "full":
+        self.pairwise_ = pairwise
+        if pairwise == "full":
             self.edges_ = np.array([(k, l) for k in range(K) for l in range(k + 1, K)],
                                    dtype=np.int64).reshape(-1, 2)
-        elif self.pairwise == "tree" and K > 1:
+        elif pairwise == "tree" and K > 1:
             self.edges_ = self._chow_liu_tree(Y)
         else:
             self.edges_ = np.zeros((0, 2), dtype=np.int64)
@@ -200,10 +223,10 @@ class MultiLabel(FlatStructure):
         problem = self.pack(X)
         W, theta = problem.split_coef(np.asarray(coef, float))
         unary = np.asarray(problem.token_matrix() @ W, dtype=float)
-        if self.pairwise is None:
+        if self.pairwise_ is None:
             return unary
         tables = theta.reshape(-1, 2, 2)  # tables[e, a, b]: y_{edge[0]} = a, y_{edge[1]} = b
-        if self.pairwise == "tree":
+        if self.pairwise_ == "tree":
             return _tree_max_marginal_margins(unary, tables, self._parent, self._order,
                                               self.edges_)
         return _enumerated_max_marginal_margins(unary, tables, self.edges_)
