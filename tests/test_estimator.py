@@ -206,3 +206,59 @@ def test_a_cluster_fit_without_a_dask_client_says_how_to_start_one():
         with pytest.raises(ValueError, match=r"distributed\.Client\(\) for a local cluster"):
             est.fit(X, Y)
     assert not hasattr(est, "coef_")
+
+
+@pytest.mark.parametrize("structure, kind", [
+    ("ChainCRF", "chain"), ("MulticlassSVM", "flat"), ("BinarySVM", "flat"),
+    ("MultiLabel", "multilabel"), ("CandidateSet", "candidates"), ("GraphCRF", "graph")])
+@pytest.mark.parametrize("estimator", ["BCFWStructuredSVM", "BMRMStructuredSVM",
+                                       "SmoothSSVMClassifier", "PragamStructuredSVM"])
+def test_dir_and_hasattr_work_on_every_fitted_estimator(estimator, structure, kind):
+    """``dir()`` (scikit-learn's ``__dir__`` calls ``hasattr`` on every name) and ``hasattr``
+    of the attributes that apply to some structures only: an AttributeError elsewhere, never
+    a ValueError."""
+    import warnings
+
+    import sklearn_ssvm
+    from _golden import _data
+
+    X, Y = _data(kind)
+    if structure == "BinarySVM":
+        Y = np.asarray(Y) % 2
+    est = getattr(sklearn_ssvm, estimator)(getattr(sklearn_ssvm, structure)(), max_iter=2)
+    for name in ("intercept_", "transition_features_", "state_features_"):
+        assert not hasattr(est, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            est.fit(X, Y)
+        except ValueError as error:  # a combination the estimator declares it refuses
+            assert "does not train" in str(error) or "refuse" in str(error)
+            return
+    names = dir(est)
+    assert "coef_" in names
+    flat = structure in ("MulticlassSVM", "BinarySVM", "MultiLabel")
+    assert hasattr(est, "intercept_") == flat
+    assert hasattr(est, "transition_features_") == hasattr(est, "state_features_") == (
+        structure == "ChainCRF")
+
+
+def test_empty_sequences_are_predicted_empty(data):
+    """CRFsuite's answer for an empty sentence, without failing the batch; fit still refuses
+    one (it has nothing to learn from)."""
+    X, Y = data
+    est = BCFWStructuredSVM(ChainCRF(), alpha=0.1, max_iter=5, random_state=0).fit(X, Y)
+    empty = np.zeros((0, X[0].shape[1]))
+    batch = est.predict([X[0], empty, sp.csr_matrix(empty), X[1]])
+    expected = est.predict([X[0], X[1]])
+    assert [len(p) for p in batch] == [len(X[0]), 0, 0, len(X[1])]
+    np.testing.assert_array_equal(batch[0], expected[0])
+    np.testing.assert_array_equal(batch[3], expected[1])
+    assert batch[1].dtype == est.classes_.dtype
+    assert [len(p) for p in est.predict([empty, empty])] == [0, 0]
+    marginals = est.predict_marginals([empty, X[2]])
+    assert marginals[0].shape == (0, 3) and marginals[1].shape == (len(X[2]), 3)
+    with pytest.raises(ValueError, match="empty"):
+        BCFWStructuredSVM(ChainCRF(), max_iter=2).fit([X[0], empty], [Y[0], Y[0][:0]])
+    with pytest.raises(ValueError, match="2-D"):
+        est.predict([X[0], None])

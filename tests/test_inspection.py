@@ -93,5 +93,7 @@ def test_inspection_errors(fitted):
     flat = BCFWStructuredSVM(MultiLabel(), max_iter=2).fit(Xf, Yf)
     with pytest.raises(ValueError, match="ChainCRF"):
         flat.predict_marginals(Xf)
-    with pytest.raises(ValueError, match="ChainCRF"):
+    with pytest.raises(AttributeError, match="ChainCRF"):  # (hasattr and dir work)
         flat.transition_features_
+    with pytest.raises(ValueError, match="ChainCRF"):  # the functions keep their ValueError
+        transition_features(flat)

@@ -130,6 +130,44 @@ class ChainCRF(SequenceStructure):
 
     # -- what a fitted chain offers a CRF user ---------------------------------------------
 
+    def predict(self, X, coef):
+        """Return the best label sequence of each sequence of ``X``.
+
+        An empty sequence (0 tokens) gets an empty prediction, as CRFsuite gives it, without
+        failing the others.
+
+        Parameters
+        ----------
+        X : list of array-like or sparse matrices
+            Sequences, each a ``(n_tokens, n_features)`` matrix.
+        coef : array-like of shape (n_params,)
+            Parameter vector ``coef = [vec(W), theta]``.
+
+        Returns
+        -------
+        list of ndarray
+            One array of labels per sequence.
+        """
+        return self._skipping_empty(X, lambda rest: super(ChainCRF, self).predict(rest, coef),
+                                    np.empty(0, dtype=self.classes_.dtype))
+
+    def _skipping_empty(self, X, compute, empty):
+        """``compute`` on the non-empty sequences of ``X``, with ``empty`` in the empty ones'
+        places (the kernels take no sequence of 0 tokens)."""
+        self._check_fitted()
+        if not isinstance(X, (list, tuple)):
+            return compute(X)
+        shapes = [x.shape if sp.issparse(x) else np.shape(x) for x in X]
+        filled = [i for i, shape in enumerate(shapes) if not shape or shape[0]]  # (pack names
+        # what is not a matrix)
+        if len(filled) == len(X):
+            return compute(X)
+        out = [empty.copy() for _ in X]
+        if filled:
+            for i, value in zip(filled, compute([X[i] for i in filled])):
+                out[i] = value
+        return out
+
     def marginals(self, X, coef, temperature=1.0):
         """Compute per-token label marginals of the Gibbs distribution of each sequence.
 
@@ -150,7 +188,8 @@ class ChainCRF(SequenceStructure):
         Returns
         -------
         list of ndarray
-            One ``(n_tokens, n_labels)`` array of marginals per sequence.
+            One ``(n_tokens, n_labels)`` array of marginals per sequence (``(0, n_labels)``
+            for an empty one).
 
         Raises
         ------
@@ -158,6 +197,10 @@ class ChainCRF(SequenceStructure):
             If ``temperature`` is not a finite number ``> 0``.
         """
         check_temperature(temperature)
+        return self._skipping_empty(X, lambda rest: self._marginals(rest, coef, temperature),
+                                    np.empty((0, len(self.classes_))))
+
+    def _marginals(self, X, coef, temperature):
         problem = self.pack(X)
         W, theta = problem.split_coef(np.asarray(coef, float))
         unary = np.asarray(problem.token_matrix() @ W)
