@@ -4,7 +4,8 @@ from .estimators import (BCFWStructuredSVM, BMRMStructuredSVM, PragamStructuredS
 from .model_selection import (BCFWStructuredSVMCV, BMRMStructuredSVMCV, GridSearchPath, PathCV,
                               RegularizationPath, SmoothSSVMClassifierCV, cross_validate_path,
                               grid_search_path, regularization_path)
-from .structures import BinarySVM, CandidateSet, ChainCRF, GraphCRF, MulticlassSVM, MultiLabel
+from .structures import (BinarySVM, CandidateSet, ChainCRF, GraphCRF, MulticlassSVM, MultiLabel,
+                         grid_graph)
 
 __version__ = "0.1.0.dev0"
 
@@ -12,5 +13,5 @@ __all__ = ["BCFWStructuredSVM", "BCFWStructuredSVMCV", "BMRMStructuredSVM", "BMR
            "BinarySVM", "CandidateSet", "ChainCRF", "GraphCRF", "GridSearchPath", "MultiLabel",
            "MulticlassSVM", "PathCV", "PragamStructuredSVM", "PragamSVC", "RegularizationPath",
            "SmoothSSVMClassifier",
-           "SmoothSSVMClassifierCV", "cross_validate_path", "grid_search_path",
+           "SmoothSSVMClassifierCV", "cross_validate_path", "grid_graph", "grid_search_path",
            "regularization_path"]

@@ -262,3 +262,16 @@ def test_empty_sequences_are_predicted_empty(data):
         BCFWStructuredSVM(ChainCRF(), max_iter=2).fit([X[0], empty], [Y[0], Y[0][:0]])
     with pytest.raises(ValueError, match="2-D"):
         est.predict([X[0], None])
+
+
+def test_token_feature_dicts_point_to_the_vectorizer():
+    sentences = [[{"word": "the"}, {"word": "cat"}], [{"word": "sat"}]]
+    with pytest.raises(ValueError, match="SequenceVectorizer"):
+        BCFWStructuredSVM(ChainCRF()).fit(sentences, [["D", "N"], ["V"]])
+
+
+def test_grid_graph_is_exported_beside_graph_crf():
+    import sklearn_ssvm
+    from sklearn_ssvm.structures import grid_graph
+
+    assert sklearn_ssvm.grid_graph is grid_graph and "grid_graph" in sklearn_ssvm.__all__

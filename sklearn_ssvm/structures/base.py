@@ -670,8 +670,12 @@ class SequenceStructure(StructuredModel):
         blocks = []
         for i, x in enumerate(X):
             if not sp.issparse(x) and np.ndim(x) != 2:
+                dicts = isinstance(x, (list, tuple)) and len(x) and isinstance(x[0], dict)
                 raise ValueError(f"{self._item} {i} must be a 2-D (n_{self._rows}, n_features) "
-                                 f"array, got {np.ndim(x)} dimensions.")
+                                 f"array, got {np.ndim(x)} dimensions." + (
+                                     " It holds token feature dicts: turn them into matrices "
+                                     "with sklearn_ssvm.feature_extraction.SequenceVectorizer "
+                                     "(a Pipeline step before the estimator)." if dicts else ""))
             x = as_float_matrix(x, f"{self._item} {i}")
             if x.shape[0] == 0:
                 raise ValueError(f"{self._item} {i} is empty (0 {self._rows}).")

@@ -158,8 +158,8 @@ class ChainCRF(SequenceStructure):
         if not isinstance(X, (list, tuple)):
             return compute(X)
         shapes = [x.shape if sp.issparse(x) else np.shape(x) for x in X]
-        filled = [i for i, shape in enumerate(shapes) if not shape or shape[0]]  # (pack names
-        # what is not a matrix)
+        # what is not a matrix (no shape) goes on to pack, which names it
+        filled = [i for i, shape in enumerate(shapes) if not shape or shape[0]]
         if len(filled) == len(X):
             return compute(X)
         out = [empty.copy() for _ in X]
