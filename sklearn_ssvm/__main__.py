@@ -67,7 +67,8 @@ def main(argv=None):
     print(f"test letter error      {100 * letter_error:.1f}%")
     print(f"test word error        {100 * word_error:.1f}%")
     letters = np.array(ocr.target_names)
-    print("\nsome test words, truth -> prediction:")
+    print("\nsome test words, truth -> prediction (the data set drops each word's first, "
+          "capital letter):")
     for k in range(0, len(Y_test), len(Y_test) // 8)[:8]:
         truth = "".join(letters[Y_test[k]])
         pred = "".join(letters[Y_pred[k]])
