@@ -18,7 +18,8 @@ _FAST_NUMBERS = frozenset([bool, int, float, np.float64, np.float32, np.int64, n
 
 
 def _check_sequences(X):
-    """Validate X (a list of non-empty lists of dicts); return it flattened with offsets."""
+    """Validate X (a list of lists of dicts); return it flattened with offsets. An empty
+    sequence is a matrix of 0 rows (CRFsuite predicts ``[]`` for it)."""
     if isinstance(X, (Mapping, str, bytes)) or not hasattr(X, "__iter__"):
         raise ValueError(
             "X must be a list of sequences, each a list of per-token feature dicts; "
@@ -32,8 +33,6 @@ def _check_sequences(X):
                 "sequence %d must be a list of per-token feature dicts, got %s "
                 "(wrap a single sequence in a list)" % (i, type(seq).__name__)
             )
-        if len(seq) == 0:
-            raise ValueError("sequence %d is empty; every sequence needs a token" % i)
         tokens.extend(seq)
         lengths.append(len(seq))
     if not lengths:
@@ -61,8 +60,48 @@ def _bad_value(offsets, flat_index, key, value):
     seq, pos = _locate(offsets, flat_index)
     return ValueError(
         "unsupported value %r for feature %r of token %d in sequence %d: values must be "
-        "str, bool or real numbers" % (value, key, pos, seq)
+        "str, bool or real numbers, dicts of them or lists of str" % (value, key, pos, seq)
     )
+
+
+class _NestedValue(Exception):
+    """A token holds a dict or a list: the tokens are spelled out flat, then scanned again."""
+
+
+def _nested(value):
+    return isinstance(value, (Mapping, list, tuple, set, frozenset))
+
+
+def _flattened(tokens, offsets):
+    """The tokens with their nested values spelled out as flat features, as python-crfsuite
+    reads them: a dict's keys prefixed by its key and ``":"``, each string of a list the
+    binary feature ``"key=string"`` (repeated strings count)."""
+    out = []
+    for r, token in enumerate(tokens):
+        if not isinstance(token, Mapping):
+            raise _bad_token(offsets, r, token)
+        if not any(map(_nested, token.values())):
+            out.append(token)
+            continue
+        flat = {}
+        _spell(flat, "", token, offsets, r)
+        out.append(flat)
+    return out
+
+
+def _spell(flat, prefix, mapping, offsets, r):
+    for key, value in mapping.items():
+        name = "%s%s" % (prefix, key)
+        if isinstance(value, Mapping):
+            _spell(flat, name + ":", value, offsets, r)
+        elif _nested(value):
+            for item in value:
+                if not isinstance(item, str):
+                    raise _bad_value(offsets, r, name, value)
+                feature = "%s=%s" % (name, item)
+                flat[feature] = flat.get(feature, 0.0) + 1.0
+        else:  # a str or a number, checked by the scan
+            flat[name] = value
 
 
 class _FeatureIndex:
@@ -130,6 +169,12 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     as values. All tokens of all sequences are vectorized in one pass into
     one matrix whose rows are then split by sequence.
 
+    Nested values are read as python-crfsuite reads them: a dict value's keys
+    are prefixed by its key and ``":"`` (``{"w": {"lower": "the"}}`` is
+    ``"w:lower=the"``), and each string of a list value is the binary feature
+    ``"key=string"``, counted when repeated. An empty sequence is a matrix of
+    no rows (an estimator predicts ``[]`` for it, as CRFsuite does).
+
     Parameters
     ----------
     hashing : bool, default=False
@@ -194,7 +239,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         Parameters
         ----------
         X : list of list of dict
-            Sequences of per-token feature dicts (str -> str, bool or number).
+            Sequences of per-token feature dicts (str -> str, bool, number, a dict of
+            them or a list of str).
         y : None
             Ignored.
 
@@ -229,12 +275,16 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         if self.hashing:
             Xt = self._hash(tokens, offsets) if transform else None
             if not transform:
-                self._check_tokens(tokens, offsets)
+                self._check_tokens(_flattened(tokens, offsets), offsets)
             self._set_fitted(None, self.n_features)
             return Xt, offsets
 
         index = _FeatureIndex()
-        indices, values, indptr = self._scan(tokens, offsets, index, grow=True)
+        try:
+            indices, values, indptr = self._scan(tokens, offsets, index, grow=True)
+        except _NestedValue:  # (rare: the flat tokens' pass stays a single one)
+            tokens, index = _flattened(tokens, offsets), _FeatureIndex()
+            indices, values, indptr = self._scan(tokens, offsets, index, grow=True)
         names = sorted(index.names)
         new_column = np.empty(len(names), dtype=np.int64)  # learned order -> sorted order
         new_column[[index.names[name] for name in names]] = np.arange(len(names))
@@ -308,7 +358,11 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         tokens, offsets = _check_sequences(X)
         if self.hashing:
             return self._hash(tokens, offsets), offsets
-        indices, values, indptr = self._scan(tokens, offsets, self._index, grow=False)
+        try:
+            indices, values, indptr = self._scan(tokens, offsets, self._index, grow=False)
+        except _NestedValue:
+            indices, values, indptr = self._scan(_flattened(tokens, offsets), offsets,
+                                                 self._index, grow=False)
         return self._to_csr(indices, values, indptr), offsets
 
     def get_feature_names_out(self, input_features=None):
@@ -371,6 +425,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
                 if value.__class__ is not str:
                     if value.__class__ not in fast_numbers:
                         if not isinstance(value, (str, numbers.Real)):
+                            if _nested(value):
+                                raise _NestedValue
                             raise _bad_value(offsets, r, key, value)
                         if isinstance(value, str):
                             value = str(value)  # a str subclass, such as numpy.str_
@@ -432,11 +488,12 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             dtype=self.dtype,
             alternate_sign=False,
         )
-        try:
+        try:  # (the hasher spells a list of str out as ours does; a dict it refuses)
             X = hasher.transform(tokens).tocsr()
         except (TypeError, ValueError, AttributeError):
+            tokens = _flattened(tokens, offsets)
             self._check_tokens(tokens, offsets)  # raises a located error
-            raise
+            X = hasher.transform(tokens).tocsr()
         X.sum_duplicates()
         X.eliminate_zeros()
         return X

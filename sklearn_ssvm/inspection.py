@@ -1,8 +1,8 @@
 """Inspect a fitted chain model as a CRF user would (sklearn-crfsuite's ``transition_features_``
 and ``state_features_``), also through a ``Pipeline`` that names the token features.
 
-Every function takes a fitted estimator with a ``ChainCRF`` structure, or a fitted ``Pipeline``
-ending in one; in a pipeline the feature names come from the step before the estimator
+Every function takes a fitted estimator with a ``ChainCRF`` structure (``predict_marginals`` and
+``calibrate_temperature`` also ``GraphCRF``), or a fitted ``Pipeline`` ending in one; in a pipeline the feature names come from the step before the estimator
 (``SequenceVectorizer.get_feature_names_out()``), otherwise they are ``"x0"``, ``"x1"``, ....
 The position biases of ``ChainCRF(bias=True)`` are named ``"bias"``, ``"bias:first"`` and
 ``"bias:last"``.
@@ -156,3 +156,101 @@ def top_state_features(model, n=10):
         order = np.argsort(-table[:, c], kind="stable")[:n]
         out[label] = [(names[r], float(table[r, c])) for r in order]
     return out
+
+
+def _final_step(model, X):
+    """The estimator ending ``model`` (a ``Pipeline`` or an estimator) and ``X`` transformed by
+    the steps before it."""
+    if isinstance(model, Pipeline):
+        return model.steps[-1][1], model[:-1].transform(X) if len(model.steps) > 1 else X
+    return model, X
+
+
+def predict_marginals(model, X, temperature=1.0, as_dicts=False):
+    """Return the per-token (per-node) label marginals, also through a ``Pipeline``.
+
+    A ``Pipeline`` has no ``predict_marginals``; this function transforms ``X`` through the
+    steps before the estimator and calls the estimator's (a chain's forward-backward, a
+    graph's tree-reweighted belief propagation of Wainwright et al. 2005), at
+    ``temperature``.
+
+    Parameters
+    ----------
+    model : estimator or Pipeline
+        A fitted estimator with a ``ChainCRF`` or ``GraphCRF`` structure, or a fitted
+        ``Pipeline`` ending in one.
+    X : list
+        The sequences or graphs, as ``model`` takes them (e.g. token feature dicts before a
+        ``SequenceVectorizer``).
+    temperature : float, default=1.0
+        Temperature of the distribution ``P(y | x) ~ exp(score / temperature)``, finite and
+        > 0; :func:`calibrate_temperature` chooses one on labelled data.
+    as_dicts : bool, default=False
+        Return sklearn-crfsuite's form: per sequence a list of ``{label: probability}`` dicts,
+        one per token.
+
+    Returns
+    -------
+    list of ndarray of shape (n_tokens, n_labels), or list of list of dict
+        Columns in ``classes_`` order; each row sums to 1.
+    """
+    est, Xt = _final_step(model, X)
+    check_is_fitted(est, "coef_")
+    marginals = est.predict_marginals(Xt, temperature=temperature)
+    if not as_dicts:
+        return marginals
+    labels = est.classes_.tolist()
+    return [[dict(zip(labels, row.tolist())) for row in m] for m in marginals]
+
+
+def calibrate_temperature(model, X, Y, bounds=(1e-3, 1e3)):
+    """Return the temperature whose marginals give the true labels the largest likelihood.
+
+    A structured SVM's scores are margins, not log-probabilities: at ``temperature=1`` its
+    marginals can be nearly flat or nearly hard. The temperature returned minimises the mean
+    negative log marginal of the true labels of ``(X, Y)`` (held-out data: the labels the
+    model was fitted on make it too sure): the temperature scaling of Guo et al. (2017,
+    ICML), searched on a log scale within ``bounds``.
+
+    Parameters
+    ----------
+    model : estimator or Pipeline
+        A fitted estimator with a ``ChainCRF`` or ``GraphCRF`` structure, or a fitted
+        ``Pipeline`` ending in one.
+    X : list
+        Sequences or graphs, as ``model`` takes them.
+    Y : list of array-like
+        Their true labels, one array per sequence or graph.
+    bounds : tuple of float, default=(1e-3, 1e3)
+        The smallest and the largest temperature tried, both > 0.
+
+    Returns
+    -------
+    float
+        The temperature, for :func:`predict_marginals` or the estimator's own
+        ``predict_marginals``.
+    """
+    from scipy.optimize import minimize_scalar
+
+    low, high = (float(b) for b in bounds)
+    if not 0 < low < high < np.inf:
+        raise ValueError(f"bounds must be two finite temperatures 0 < low < high, got "
+                         f"{bounds!r}.")
+    est, Xt = _final_step(model, X)
+    check_is_fitted(est, "coef_")
+    truth = [np.asarray(y).ravel() for y in Y]
+    if len(truth) != len(Xt):
+        raise ValueError(f"X and Y have different numbers of examples: {len(Xt)} and "
+                         f"{len(truth)}.")
+    codes = np.searchsorted(est.classes_, np.concatenate(truth))
+    codes = np.clip(codes, 0, len(est.classes_) - 1)
+    known = est.classes_[codes] == np.concatenate(truth)  # a label unseen in fit: left out
+
+    def loss(log_t):
+        rows = np.concatenate(est.predict_marginals(Xt, temperature=float(np.exp(log_t))))
+        picked = rows[np.arange(len(codes)), codes][known]
+        return -float(np.mean(np.log(np.maximum(picked, np.finfo(float).tiny))))
+
+    result = minimize_scalar(loss, bounds=(np.log(low), np.log(high)), method="bounded",
+                             options={"xatol": 1e-3})
+    return float(np.exp(result.x))

@@ -262,6 +262,11 @@ def test_empty_sequences_are_predicted_empty(data):
         BCFWStructuredSVM(ChainCRF(), max_iter=2).fit([X[0], empty], [Y[0], Y[0][:0]])
     with pytest.raises(ValueError, match="2-D"):
         est.predict([X[0], None])
+    # through a Pipeline: the vectorizer makes the empty sentence a matrix of no rows
+    sentences = [[{"w": w} for w in s.split()] for s in ("the cat sat", "a dog ran", "the dog")]
+    tags = [["D", "N", "V"], ["D", "N", "V"], ["D", "N"]]
+    pipe = make_pipeline(SequenceVectorizer(), BCFWStructuredSVM(ChainCRF(), max_iter=20))
+    assert [len(p) for p in pipe.fit(sentences, tags).predict([sentences[0], []])] == [3, 0]
 
 
 def test_token_feature_dicts_point_to_the_vectorizer():

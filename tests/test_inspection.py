@@ -6,8 +6,8 @@ from sklearn.pipeline import make_pipeline
 
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF, MultiLabel, SmoothSSVMClassifier
 from sklearn_ssvm.feature_extraction import SequenceVectorizer
-from sklearn_ssvm.inspection import (state_features, top_state_features, transition_features,
-                                     transition_weights)
+from sklearn_ssvm.inspection import (calibrate_temperature, predict_marginals, state_features,
+                                     top_state_features, transition_features, transition_weights)
 
 from _brute import all_labelings
 
@@ -97,3 +97,37 @@ def test_inspection_errors(fitted):
         flat.transition_features_
     with pytest.raises(ValueError, match="ChainCRF"):  # the functions keep their ValueError
         transition_features(flat)
+
+
+def test_predict_marginals_through_a_pipeline_and_as_dicts():
+    sentences = [[{"w": w, "len": len(w)} for w in s.split()]
+                 for s in ("the cat sat", "a dog ran", "the dog", "a cat sat down")]
+    tags = [["D", "N", "V"], ["D", "N", "V"], ["D", "N"], ["D", "N", "V", "R"]]
+    pipe = make_pipeline(SequenceVectorizer(), BCFWStructuredSVM(ChainCRF(), max_iter=20,
+                                                                 random_state=0))
+    pipe.fit(sentences, tags)
+    est, Xt = pipe[-1], pipe[0].transform(sentences)
+    for got, expected in zip(predict_marginals(pipe, sentences, temperature=0.5),
+                             est.predict_marginals(Xt, temperature=0.5)):
+        np.testing.assert_array_equal(got, expected)
+    dicts = predict_marginals(pipe, sentences[:1], as_dicts=True)[0]
+    assert len(dicts) == 3 and set(dicts[0]) == {"D", "N", "R", "V"}
+    assert sum(dicts[1].values()) == pytest.approx(1.0)
+    assert dicts[1]["N"] == pytest.approx(est.predict_marginals(Xt[:1])[0][1, 1])
+
+
+def test_calibrate_temperature_minimises_the_true_labels_negative_log_marginal(fitted):
+    X, Y, est = fitted
+
+    def nll(t):
+        rows = np.concatenate(est.predict_marginals(X, temperature=t))
+        codes = np.searchsorted(est.classes_, np.concatenate(Y))
+        return -np.mean(np.log(rows[np.arange(len(codes)), codes]))
+
+    t = calibrate_temperature(est, X, Y)
+    assert 1e-3 < t < 1e3
+    assert nll(t) <= min(nll(t / 1.5), nll(t * 1.5), nll(1.0)) + 1e-9
+    with pytest.raises(ValueError, match="bounds"):
+        calibrate_temperature(est, X, Y, bounds=(0, 1))
+    with pytest.raises(ValueError, match="different numbers"):
+        calibrate_temperature(est, X, Y[:-1])
