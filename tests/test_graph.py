@@ -382,9 +382,13 @@ def test_graphcut_validation_errors():
 
 
 def test_missing_pymaxflow_names_the_extra(monkeypatch):
+    """The max-marginals reuse PyMaxflow's residual graph; the MAP cut has the compiled kernel
+    (tests/test_maxflow.py)."""
     monkeypatch.setitem(sys.modules, "maxflow", None)
     with pytest.raises(ImportError, match=r'pip install "sklearn_ssvm\[graphcut\]"'):
-        graphcut_map(np.zeros((2, 2)), [[0, 1]], np.zeros((2, 2)))
+        graphcut_max_marginals(np.zeros((2, 2)), [[0, 1]], np.zeros((2, 2)))
+    assert graphcut_map(np.array([[0.0, 1.0], [0.0, -1.0]]), [[0, 1]],
+                        np.zeros((2, 2)))[0].tolist() == [1, 0]
 
 
 def test_crf_topk_at_zero_coef_where_scores_tie():

@@ -105,3 +105,72 @@ def test_alpha_expansion_within_its_bound_on_potts_grids():
         found = -alpha_expansion(mrf.theta, mrf.layout, 20, y)
         optimum = -BruteForceMAP()(mrf, mrf.theta).value
         assert optimum - 1e-12 <= found <= 2.0 * optimum + 1e-12
+
+
+def test_graphcut_map_without_pymaxflow_runs_the_compiled_cut(monkeypatch):
+    """The plain install: ``graphcut_map`` (and the oracles on it: ``GraphCutMAP``,
+    ``AlphaExpansionMAP``) cuts with the compiled kernel. Against enumeration, with
+    constraints and with parallel and reversed edges (merged, their tables transposed)."""
+    import itertools
+    import sys
+
+    from sklearn_ssvm.marginals import graphcut_map
+
+    monkeypatch.setitem(sys.modules, "maxflow", None)  # `import maxflow` fails
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        p = int(rng.integers(1, 8))
+        edges = rng.integers(0, p, size=(int(rng.integers(0, 2 * p + 1)), 2))
+        edges = edges[edges[:, 0] != edges[:, 1]]  # parallel and reversed edges stay
+        tables = project_submodular(rng.normal(size=(len(edges), 2, 2)))
+        unary = rng.normal(size=(p, 2))
+        fixed = np.where(rng.random(p) < 0.3, rng.integers(0, 2, size=p), -1)
+        for constraints in (None, fixed):
+            ys = np.array(list(itertools.product([0, 1], repeat=p)))
+            if constraints is not None:
+                ys = ys[np.all((fixed < 0) | (ys == fixed), axis=1)]
+            scores = (unary[np.arange(p), ys].sum(axis=1)
+                      + tables[np.arange(len(edges)), ys[:, edges[:, 0]],
+                               ys[:, edges[:, 1]]].sum(axis=1))
+            y, value = graphcut_map(unary, edges, tables, constraints)
+            assert value == pytest.approx(scores.max(), abs=1e-9)
+            assert constraints is None or np.all((fixed < 0) | (y == fixed))
+
+
+def test_grid_crfs_decode_by_expansion_without_pymaxflow(monkeypatch):
+    """On the plain install BCFW's compiled passes ran alpha-expansion, but its prediction and
+    BMRM's oracle (Python ``AlphaExpansionMAP``) needed PyMaxflow; they cut with the compiled
+    kernel now, and predict the labelings that PyMaxflow's cuts give."""
+    import sys
+    import warnings
+
+    from sklearn_ssvm import BCFWStructuredSVM, BMRMStructuredSVM, GraphCRF, grid_graph
+
+    rng = np.random.default_rng(8)
+    X, Y = [], []
+    for _ in range(6):
+        y = np.zeros((6, 6), int)
+        y[1:4, 2:5] = 1
+        X.append(grid_graph(np.dstack([y + 0.6 * rng.normal(size=y.shape), np.ones(y.shape)])))
+        Y.append(y.ravel())
+    fits = []
+    for make in (BCFWStructuredSVM, BMRMStructuredSVM):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits.append(make(GraphCRF(inference="expansion"), max_iter=5).fit(X, Y))
+    with_pymaxflow = [est.predict(X) for est in fits] if _has_pymaxflow() else None
+    monkeypatch.setitem(sys.modules, "maxflow", None)
+    for k, est in enumerate(fits):
+        predicted = est.predict(X)
+        assert [len(p) for p in predicted] == [36] * 6
+        if with_pymaxflow is not None:
+            for a, b in zip(predicted, with_pymaxflow[k]):
+                np.testing.assert_array_equal(a, b)
+
+
+def _has_pymaxflow():
+    try:
+        import maxflow  # noqa: F401
+    except ImportError:
+        return False
+    return True

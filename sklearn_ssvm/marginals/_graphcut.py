@@ -8,13 +8,16 @@ Scores are written ``psi(y) = sum_v unary[v, y_v] + sum_{e=(a,b)} pairwise_e[y_a
 maximised; a pairwise table is *submodular* (in the score sense) when
 ``p00 + p11 >= p01 + p10`` (eq. (72) for the energy ``-psi``).
 
-PyMaxflow is an optional dependency, imported only when a graph cut is run.
+PyMaxflow is an optional dependency, imported only when a graph cut is run; without it the MAP
+cut runs on the package's own max-flow kernel (``_kernels.maxflow``), and only the max-marginals
+(BMMF top-K), which reuse PyMaxflow's residual graph, need it.
 """
 import numbers
 
 import numpy as np
 
-from .._kernels.maxflow import SUBMODULAR_SLACK
+from .._kernels.maxflow import SUBMODULAR_SLACK, binary_cut_map
+from ._mrf import PairwiseMRF
 
 __all__ = ["bmmf_topk", "graphcut_map", "graphcut_max_marginals", "project_submodular"]
 
@@ -191,16 +194,35 @@ def graphcut_map(unary, edges, pairwise, constraints=None):
     ValueError
         On invalid shapes, non-finite scores, non-submodular tables, invalid constraints or a
         node left without any allowed label.
-    ImportError
-        If PyMaxflow is not installed.
     """
     unary, edges, tables = _check_model(unary, edges, pairwise)
     allowed = _check_constraints(constraints, unary.shape[0])
     empty = np.flatnonzero(~allowed.any(axis=1))
     if len(empty):
         raise ValueError(f"The constraints leave node {empty[0]} no allowed label.")
-    _, labeling, _ = _solved_cut(unary, edges, tables, allowed)
+    try:
+        _, labeling, _ = _solved_cut(unary, edges, tables, allowed)
+    except ImportError:  # the plain install: the same cut by the compiled kernel
+        labeling = _compiled_cut(unary, edges, tables, allowed)
     return labeling, _score(unary, edges, tables, labeling)
+
+
+def _compiled_cut(unary, edges, tables, allowed):
+    """A maximiser under ``allowed`` by ``_kernels.maxflow.binary_cut_map`` (Boykov &
+    Kolmogorov 2004, compiled): parallel and reversed edges merged (their tables added, the
+    reversed ones transposed: sums of submodular tables are submodular), a forbidden label
+    priced out of reach."""
+    big = 1.0 + 2.0 * (np.abs(unary).sum() + np.abs(tables).sum())
+    flipped = edges[:, 0] > edges[:, 1]
+    tables = np.where(flipped[:, None, None], tables.transpose(0, 2, 1), tables)
+    pairs, inverse = np.unique(np.sort(edges, axis=1), axis=0, return_inverse=True)
+    merged = np.zeros((len(pairs), 2, 2))
+    np.add.at(merged, inverse.ravel(), tables)
+    mrf = PairwiseMRF(2, pairs.reshape(-1, 2), np.where(allowed, unary, unary - big), merged)
+    labeling = np.zeros(unary.shape[0], dtype=np.int64)
+    if not binary_cut_map(mrf.theta, mrf.layout, labeling):
+        raise ValueError("The edge tables are not submodular: a graph cut cannot decode them.")
+    return labeling
 
 
 def graphcut_max_marginals(unary, edges, pairwise, constraints=None, return_map=False):

@@ -10,11 +10,11 @@ then is the Frank-Wolfe gap, hence the log-partition bound, certified); ``upper_
 certified bound ``kappa >= max_x <potentials, vertex(x)>`` when the solver has one.
 
 Exact: ``BruteForceMAP`` (small models), ``TreeMAP`` (forests), ``GraphCutMAP`` (binary submodular
-models, PyMaxflow), ``MILPMAP`` (integer programming with HiGHS), ``TRWSThenMILPMAP`` (TRW-S,
+models; PyMaxflow, or the compiled cut without it), ``MILPMAP`` (integer programming with HiGHS), ``TRWSThenMILPMAP`` (TRW-S,
 integer programming only for the calls its bound does not certify), ``AutoMAP`` (picks one of
 these). Approximate: ``ICMMAP``, ``MaxProductMAP`` (TRW or loopy max-product),
 ``TRWSMAP`` (TRW-S, with its bound: exact where the bound is met), ``AlphaExpansionMAP``
-(graph-cut moves, PyMaxflow). ``BestOfMAP`` keeps the best of several.
+(graph-cut moves, the same cuts). ``BestOfMAP`` keeps the best of several.
 """
 from collections import namedtuple
 
@@ -342,7 +342,7 @@ class TRWSMAP(_Oracle):
 class AlphaExpansionMAP(_Oracle):
     """Approximate MAP of multi-state models by alpha-expansion moves, each one minimum cut
     (Boykov, Veksler & Zabih 2001, "Fast approximate energy minimization via graph cuts"; a MAP
-    oracle of spec 004 §2.2; needs PyMaxflow).
+    oracle of spec 004 §2.2; each cut by ``graphcut_map``).
 
     A move for label ``a`` lets every node keep its label or switch to ``a``: a binary model
     whose edge tables are solved by ``graphcut_map``. The moves cycle over the
@@ -403,10 +403,11 @@ class AlphaExpansionMAP(_Oracle):
 
 class GraphCutMAP(_Oracle):
     """Exact MAP of binary models with submodular edges (``p00 + p11 >= p01 + p10``) by one
-    minimum cut (``sklearn_ssvm.marginals.graphcut_map``; needs PyMaxflow).
+    minimum cut (``sklearn_ssvm.marginals.graphcut_map``: PyMaxflow where installed, else the
+    package's compiled max-flow).
 
     A MAP oracle of the Frank-Wolfe marginal solvers (Krishnan, Lacoste-Julien & Sontag 2015, spec
-    004 §2.2), by max-flow (Boykov & Kolmogorov 2004, through PyMaxflow).
+    004 §2.2), by max-flow (Boykov & Kolmogorov 2004).
 
     A ValueError is raised for non-binary models or non-submodular edge potentials. Note that
     the perturbed potentials ``theta - K (1 + log mu)`` of TRW need not stay submodular when
