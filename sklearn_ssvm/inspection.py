@@ -2,7 +2,8 @@
 and ``state_features_``), also through a ``Pipeline`` that names the token features.
 
 Every function takes a fitted estimator with a ``ChainCRF`` structure (``predict_marginals`` and
-``calibrate_temperature`` also ``GraphCRF``), or a fitted ``Pipeline`` ending in one; in a pipeline the feature names come from the step before the estimator
+``calibrate_temperature`` also ``GraphCRF``), or a fitted ``Pipeline`` ending in one; in a
+pipeline the feature names come from the step before the estimator
 (``SequenceVectorizer.get_feature_names_out()``), otherwise they are ``"x0"``, ``"x1"``, ....
 The position biases of ``ChainCRF(bias=True)`` are named ``"bias"``, ``"bias:first"`` and
 ``"bias:last"``.

@@ -10,11 +10,11 @@ then is the Frank-Wolfe gap, hence the log-partition bound, certified); ``upper_
 certified bound ``kappa >= max_x <potentials, vertex(x)>`` when the solver has one.
 
 Exact: ``BruteForceMAP`` (small models), ``TreeMAP`` (forests), ``GraphCutMAP`` (binary submodular
-models; PyMaxflow, or the compiled cut without it), ``MILPMAP`` (integer programming with HiGHS), ``TRWSThenMILPMAP`` (TRW-S,
-integer programming only for the calls its bound does not certify), ``AutoMAP`` (picks one of
-these). Approximate: ``ICMMAP``, ``MaxProductMAP`` (TRW or loopy max-product),
-``TRWSMAP`` (TRW-S, with its bound: exact where the bound is met), ``AlphaExpansionMAP``
-(graph-cut moves, the same cuts). ``BestOfMAP`` keeps the best of several.
+models; PyMaxflow, or the compiled cut without it), ``MILPMAP`` (integer programming with
+HiGHS), ``TRWSThenMILPMAP`` (TRW-S, integer programming only for the calls its bound does not
+certify), ``AutoMAP`` (picks one of these). Approximate: ``ICMMAP``, ``MaxProductMAP`` (TRW or
+loopy max-product), ``TRWSMAP`` (TRW-S, with its bound: exact where the bound is met),
+``AlphaExpansionMAP`` (graph-cut moves, the same cuts). ``BestOfMAP`` keeps the best of several.
 """
 from collections import namedtuple
 
