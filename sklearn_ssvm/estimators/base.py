@@ -13,7 +13,6 @@ from .._validation import Interval, check_params
 from ..penalties import ElasticNet
 from ..solvers._common import interruptible, kernel_threads
 from ..structures.base import StructuredModel
-from ..structures.chain import ChainCRF
 from ..structures.graph import BinaryGraphCRF
 from ..structures.graph_crf import GraphCRF
 
@@ -78,6 +77,15 @@ def warn_interrupted(estimator):
     warnings.warn(f"{type(estimator).__name__}.fit was interrupted (Ctrl-C) after "
                   f"{estimator.n_iter_} iterations{gap}: the model is the iterate reached. "
                   f"Fit again with warm_start=True to continue from it.", ConvergenceWarning)
+
+
+def _chain_attribute(read, estimator):
+    """``read(estimator)``, an inspection function, where its refusal (not a chain, or scores
+    through a feature map) is an AttributeError: ``hasattr`` and ``dir`` then work."""
+    try:
+        return read(estimator)
+    except ValueError as error:
+        raise AttributeError(str(error)) from None
 
 
 class StructuredEstimator(BaseEstimator):
@@ -365,8 +373,7 @@ class StructuredEstimator(BaseEstimator):
         features through a pipeline.
         """
         from ..inspection import transition_features
-        self._check_linear_chain("transition_features_")
-        return transition_features(self)
+        return _chain_attribute(transition_features, self)
 
     @property
     def state_features_(self):
@@ -376,20 +383,7 @@ class StructuredEstimator(BaseEstimator):
         names a ``SequenceVectorizer`` gives).
         """
         from ..inspection import state_features
-        self._check_linear_chain("state_features_")
-        return state_features(self)
-
-    def _check_linear_chain(self, name):
-        """An AttributeError (so that ``hasattr`` and ``dir`` work) where the chain attribute
-        ``name`` does not apply: unfitted, another structure, or scores through a feature
-        map."""
-        check_is_fitted(self, "coef_")
-        if not isinstance(self.structure_, ChainCRF):
-            raise AttributeError(f"{type(self.structure_).__name__} has no {name}: it is a "
-                                 f"ChainCRF's.")
-        if getattr(self, "feature_map_", None) is not None:
-            raise AttributeError(f"a model with a feature_map has no linear token weights: no "
-                                 f"{name}.")
+        return _chain_attribute(state_features, self)
 
     def _packed(self, X, Y):
         check_is_fitted(self, "coef_")
