@@ -692,9 +692,12 @@ def _structure_problem(kind, rng):
                                   "tree", "full", "graph"])
 def test_sparse_difference_matches_the_dense_statistics(kind):
     """stats_difference, entries_quadratic and add_entries_outer against add_stats,
-    gram_quadratic and add_outer_into, on random pairs of labelings (equal ones included)."""
+    gram_quadratic and add_outer_into, on random pairs of labelings (equal ones included); the
+    line searches without a Gram matrix (direct_quadratic, direct_entries_quadratic) against
+    ``||X_i^T D||^2 + ||dq||^2`` formed by scipy."""
     from sklearn_ssvm._kernels.labelings import add_stats, stats_difference
     from sklearn_ssvm._kernels.sparse import (add_entries_outer, add_outer_into,
+                                              direct_entries_quadratic, direct_quadratic,
                                               entries_quadratic, gram_quadratic)
     rng = np.random.default_rng(31)
     problem = _structure_problem(kind, rng)
@@ -728,6 +731,16 @@ def test_sparse_difference_matches_the_dense_statistics(kind):
             dense_quad = gram_quadratic(gram, gram_off[i], T, D) + dq @ dq
             assert entries_quadratic(gram, gram_off[i], T, rows, cols, vals, n_s, q_index,
                                      q_vals, n_q) == pytest.approx(dense_quad, abs=1e-12)
+            X_i = problem.token_matrix()[tok[i]:tok[i + 1]]
+            reference = np.sum((X_i.T @ D) ** 2) + dq @ dq
+            assert dense_quad == pytest.approx(reference, abs=1e-12)
+            V, Vq = np.zeros((problem.n_features, C)), np.zeros(p)
+            args = problem.indptr, problem.indices, problem.data, tok[i]
+            assert direct_quadratic(*args, T, D, V) + dq @ dq == pytest.approx(reference,
+                                                                              abs=1e-12)
+            assert direct_entries_quadratic(*args, rows, cols, vals, n_s, q_index, q_vals, n_q,
+                                            V, Vq) == pytest.approx(reference, abs=1e-12)
+            assert not V.any() and not Vq.any()  # the scratch is left zero
             W_dense = rng.normal(size=(problem.n_features, C))
             W_sparse = W_dense.copy()
             add_outer_into(problem.indptr, problem.indices, problem.data, tok[i], tok[i + 1],

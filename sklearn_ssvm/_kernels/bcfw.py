@@ -36,8 +36,8 @@ from .penalty import soft_line_search
 from .prefetch import prefetch_rows, prefetch_span
 from .graph_oracle import graph_oracle
 from .sampling import sum_tree, sum_tree_sample, sum_tree_total, sum_tree_update
-from .sparse import (add_entries_outer, add_outer_into, clip_rows, entries_quadratic,
-                     gram_quadratic, unary_scores_into)
+from .sparse import (add_entries_outer, add_outer_into, clip_rows, direct_entries_quadratic,
+                     direct_quadratic, entries_quadratic, gram_quadratic, unary_scores_into)
 from .threads import run_chunks
 
 FW = 0
@@ -467,6 +467,13 @@ def _pass_kernel(structure_kind, elastic_net, shared):
                                p if soft else 0), dtype=np.int64)
         q_vals = np.empty(q_index.shape[0])
         work = np.empty(oracle_work_size(kind, max_T, C))
+        # scratch of the line searches of examples without a stored Gram matrix (large graphs)
+        direct = 0
+        for j in range(n):
+            if gram_off[j + 1] - gram_off[j] < (tok_off[j + 1] - tok_off[j]) ** 2:
+                direct = 1
+        V_direct = np.zeros((direct * W.shape[0], C))
+        Vq_direct = np.zeros(direct * p)
         averaging = VM.shape[0] > 0
         bounded = lower_W.shape[0] > 0
         # a pairwise step moves mass between two labelings: its direction has a few non-zeros,
@@ -651,11 +658,17 @@ def _pass_kernel(structure_kind, elastic_net, shared):
                 gamma = soft_line_search(dl, base, direction, m, kappa, 1.0 / lam, gamma_max,
                                          breaks, owner)
             else:  # exact line search: gamma* = N lambda n^2 / quad, clipped to [0, gamma_max]
-                if keep_atoms and sparse_steps:
+                stored = gram_off[i + 1] - gram_off[i] == T * T
+                if keep_atoms and sparse_steps and stored:
                     quad = entries_quadratic(gram, gram_off[i], T, rows, cols, vals, n_s, q_index,
                                              q_vals, n_q)
+                elif keep_atoms and sparse_steps:
+                    quad = direct_entries_quadratic(indptr, indices, data, t0, rows, cols, vals,
+                                                    n_s, q_index, q_vals, n_q, V_direct,
+                                                    Vq_direct)
                 else:
-                    quad = gram_quadratic(gram, gram_off[i], T, D)
+                    quad = (gram_quadratic(gram, gram_off[i], T, D) if stored else
+                            direct_quadratic(indptr, indices, data, t0, T, D, V_direct))
                     for j in range(p):
                         quad += dq[j] * dq[j]
                 gamma = gamma_max if quad <= 0.0 else min(gamma_max, numerator * lam_n * nb / quad)

@@ -127,11 +127,60 @@ def entries_quadratic(gram, g0, T, rows, cols, vals, n_entries, q_index, q_vals,
     return total
 
 
+@njit(cache=True, nogil=True)
+def direct_quadratic(indptr, indices, data, t0, T, D, V):
+    """``||X_i^T D||_F^2`` by forming ``X_i^T D`` in the scratch ``V`` (``n_features x C``,
+    zero on entry and on return) over example ``i``'s non-zeros: ``O(nnz(X_i) C)``, for the
+    examples without a stored Gram matrix."""
+    C = D.shape[1]
+    for t in range(T):
+        for k in range(indptr[t0 + t], indptr[t0 + t + 1]):
+            for c in range(C):
+                V[indices[k], c] += data[k] * D[t, c]
+    total = 0.0
+    for t in range(T):  # each touched row summed once, then zeroed
+        for k in range(indptr[t0 + t], indptr[t0 + t + 1]):
+            for c in range(C):
+                total += V[indices[k], c] * V[indices[k], c]
+                V[indices[k], c] = 0.0
+    return total
+
+
+@njit(cache=True, nogil=True)
+def direct_entries_quadratic(indptr, indices, data, t0, rows, cols, vals, n_entries, q_index,
+                             q_vals, n_q, V, Vq):
+    """:func:`entries_quadratic` without a Gram matrix, in ``O(nnz + n_q)``: ``X_i^T D`` formed
+    in the scratch ``V`` and ``dq`` in ``Vq`` (both zero on entry and on return)."""
+    for e in range(n_entries):
+        t = t0 + rows[e]
+        for k in range(indptr[t], indptr[t + 1]):
+            V[indices[k], cols[e]] += data[k] * vals[e]
+    for e in range(n_q):
+        Vq[q_index[e]] += q_vals[e]
+    total = 0.0
+    for e in range(n_entries):
+        t = t0 + rows[e]
+        for k in range(indptr[t], indptr[t + 1]):
+            total += V[indices[k], cols[e]] * V[indices[k], cols[e]]
+            V[indices[k], cols[e]] = 0.0
+    for e in range(n_q):
+        total += Vq[q_index[e]] * Vq[q_index[e]]
+        Vq[q_index[e]] = 0.0
+    return total
+
+
 def token_gram(indptr, indices, data, tok_offsets, n_features):
     """Per-example token Gram matrices ``X_i X_i^T`` packed flat, with their offsets (on the
-    threads of ``threads.use_threads``)."""
+    threads of ``threads.use_threads``).
+
+    An example whose Gram matrix would cost more than forming ``X_i^T D`` itself (``T (T + 1)
+    / 2 > 2 nnz(X_i) + n_features``: large graphs of few features) gets none (an empty span):
+    its steps take :func:`direct_quadratic`, so memory stays linear in its tokens."""
     lengths = np.diff(tok_offsets).astype(np.int64)
-    offsets = np.concatenate([np.zeros(1, np.int64), np.cumsum(lengths * lengths)])
+    nnz = np.diff(indptr[tok_offsets]).astype(np.int64)
+    stored = lengths * (lengths + 1) // 2 <= 2 * nnz + n_features
+    offsets = np.concatenate([np.zeros(1, np.int64),
+                              np.cumsum(np.where(stored, lengths * lengths, 0))])
     gram = np.zeros(offsets[-1])
     run_chunks(_token_gram_range, lengths.shape[0], indptr, indices, data, tok_offsets,
                n_features, offsets, gram)
@@ -146,6 +195,8 @@ def _token_gram_range(indptr, indices, data, tok_offsets, n_features, offsets, g
         t0 = tok_offsets[i]
         T = tok_offsets[i + 1] - t0
         g0 = offsets[i]
+        if offsets[i + 1] - g0 < T * T:  # not stored: see token_gram
+            continue
         for t in range(T):
             row = t0 + t
             for k in range(indptr[row], indptr[row + 1]):
