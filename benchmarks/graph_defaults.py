@@ -6,8 +6,10 @@ at its defaults on the snakes, per MAP oracle.
 
 ``make_snakes`` (8x8 images, 10 segments, colour noise 0.3; 11 states): ``--n`` training images
 (seed 0), 100 test images (seed 2). For each ``inference`` one fit at the defaults (``alpha``,
-``tol``, ``max_iter``, pairwise steps), reporting wall and CPU seconds, passes, the duality gap
-relative to ``loss_scale_`` and whether it is certified, the oracle calls by oracle (with
+``tol``, ``max_iter``, pairwise steps), reporting wall and CPU seconds, passes, whether the fit
+stopped by itself (``converged_``: the gap less the relaxation's part below ``tol``), the
+duality gap and its relaxation's part (``relaxation_gap_``) relative to ``loss_scale_``, whether
+it is certified, the oracle calls by oracle (with
 ``"auto"`` and ``"trws"`` the share answered by TRW-S's bound rather than a labeling that meets
 it: ``"TRWSMAP (bound)"``; the steps' calls, which need no bound: ``"TRWSMAP (step)"``),
 the share of calls that ran integer programming and the test pixel accuracy. numba compiles
@@ -36,9 +38,10 @@ settings = {} if args.max_iter is None else dict(max_iter=args.max_iter)
 SNAKES = dict(shape=(8, 8), n_segments=10, noise=0.3)
 X, Y = make_snakes(args.n, random_state=0, **SNAKES)
 X_test, Y_test = make_snakes(100, random_state=2, **SNAKES)
-print("| inference | wall s | CPU s | passes | gap / loss scale | certified | oracle calls | "
-      "answered by the bound | integer programs | test accuracy |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| inference | wall s | CPU s | passes | stopped by itself | gap / loss scale | "
+      "relaxation's part | certified | oracle calls | answered by the bound | integer programs | "
+      "test accuracy |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for inference in args.inference:
     oracle = (TRWSMAP(bound_tol=args.bound_tol) if inference == "trws" and args.bound_tol
               else inference)
@@ -57,6 +60,7 @@ for inference in args.inference:
     bound = sum(v for k, v in calls.items() if k.endswith("(bound)")) / sum(calls.values())
     milp = calls.get("MILPMAP", 0) / sum(calls.values())
     accuracy = np.mean(np.concatenate(est.predict(X_test)) == np.concatenate(Y_test))
-    print(f"| {inference} | {wall:.1f} | {cpu:.1f} | {est.n_iter_} | "
-          f"{est.duality_gap_ / est.loss_scale_:.3g} | {est.gap_certified_} | {dict(calls)} | "
+    print(f"| {inference} | {wall:.1f} | {cpu:.1f} | {est.n_iter_} | {est.converged_} | "
+          f"{est.duality_gap_ / est.loss_scale_:.3g} | "
+          f"{est.relaxation_gap_ / est.loss_scale_:.3g} | {est.gap_certified_} | {dict(calls)} | "
           f"{bound:.2f} | {milp:.2f} | {accuracy:.4f} |")

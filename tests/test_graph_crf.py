@@ -297,6 +297,30 @@ def test_three_estimators_agree_within_their_certified_gaps():
     assert all(est.converged_ for est in fits[:3])
 
 
+def test_large_graphs_step_without_gram_matrices():
+    """Trees of 30-40 nodes with 2 features store no node Gram matrix (it would hold T^2
+    numbers for 2 T of features): BCFW's line searches form ``X_i^T D`` instead, on dense,
+    pairwise and cached steps, and every fit's certified interval holds BMRM's optimum (whose
+    steps need no Gram matrix); a small example beside them keeps its Gram matrix."""
+    rng = np.random.default_rng(8)
+    X = [random_tree(rng, n, 2) for n in (30, 40, 35, 4)]
+    Y = [(x[0][:, 0] > 0).astype(int) + (x[0][:, 1] > 0.8) for x in X]
+    problem = GraphCRF().prepare(X, Y).label_space()
+    _, gram_off = problem.gram
+    assert list(np.diff(gram_off)) == [0, 0, 0, 16]
+    alpha = 0.05
+    reference = BMRMStructuredSVM(GraphCRF(), alpha=alpha, tol=1e-9).fit(X, Y)
+    f_star = reference.primal_objective_
+    # pairwise steps without the cache keep every atom here: at the default cap of 64, the
+    # forced steps that free a slot do not converge on blocks of this many labelings
+    for step, cache in [("fw", False), ("pairwise", False), ("pairwise", True)]:
+        est = BCFWStructuredSVM(GraphCRF(), alpha=alpha, tol=1e-3, max_iter=3000, step=step,
+                                cache=cache, max_active=None, random_state=0).fit(X, Y)
+        assert est.converged_ and est.oracle_calls_.keys() <= {"TreeMAP", "BruteForceMAP"}
+        primal = est.primal_objective_
+        assert primal - est.duality_gap_ <= f_star + 1e-9 <= primal + 1e-9
+
+
 def test_positive_pairwise_keeps_graph_cuts_exact_on_binary_grids():
     """``coef_bounds="positive_pairwise"``: the fitted tables reward agreement, so every
     binary oracle call is one exact graph cut and the gap is certified."""
@@ -341,7 +365,8 @@ def test_certificate_values_bound_the_maxima():
     state = DualState.at_labels(problem)
     coef = 0.3 * rng.normal(size=crf.n_params)
     coef[-4:] = [-3.0, 3.0, 3.0, -3.0]
-    _, bounded, _, _ = problem.run_oracle(coef, True, state.M, state.Q)
+    _, found, _, _ = problem.run_oracle(coef, True, state.M, state.Q)
+    bounded = problem.upper_values(found)
     _, labelled, _, _ = problem.run_oracle(coef, True)
     maxima = np.array([enumerated(crf, x, y, coef, True)[1].max() for x, y in zip(X, Y)])
     assert np.all(bounded >= maxima - 1e-9) and np.all(labelled <= maxima + 1e-9)
@@ -369,6 +394,77 @@ def test_bcfw_certifies_with_the_trws_bound():
         exact = est.primal_objective(X, Y)
         assert exact <= est.primal_objective_ + 1e-9
         assert exact - est.dual_objective_ <= est.duality_gap_ + 1e-9
+
+
+def odd_cycles(rng, n):
+    """Cycles of 3, 5 or 7 nodes labelled alternately, their node features uninformative: the
+    learned table pushes neighbours apart, which no labeling of an odd cycle can do on every
+    edge, so the local polytope relaxation stays loose at the optimum."""
+    X, Y = [], []
+    for _ in range(n):
+        m = int(rng.choice([3, 5, 7]))
+        edges = np.array([(v, (v + 1) % m) for v in range(m)])
+        X.append((np.c_[np.ones(m), 0.3 * rng.normal(size=(m, 2))], edges))
+        Y.append(np.arange(m) % 2)
+    return X, Y
+
+
+def test_the_certificate_splits_at_the_best_labelings_known():
+    """Block by block, the gap is the relaxation's part (TRW-S's bound over the best value known:
+    the labeling found, the block's atoms, its mean) plus the closable part, both non-negative,
+    and the exact block gap (enumerated maxima) lies between the closable part and the whole;
+    the relaxation's part bounds how far the reported primal overstates the exact one."""
+    from sklearn_ssvm.solvers.bcfw import certificate, weights
+    X, Y = odd_cycles(np.random.default_rng(3), 12)
+    est = BCFWStructuredSVM(GraphCRF(inference="trws"), alpha=0.05, max_iter=4, tol=0.0,
+                            warm_start=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, Y)
+    crf = est.structure_
+    problem = crf.prepare(X, Y).label_space()
+    state, atoms = est.dual_state_, est.active_sets_
+    v = weights(problem, state, est.alpha_)
+    cert = certificate(problem, state, v, est.alpha_, atoms=atoms)
+    closable = cert.block_gaps - cert.relaxation_blocks
+    assert cert.relaxation > 0 and cert.closable == pytest.approx(closable.sum())
+    assert np.all(cert.relaxation_blocks >= 0) and np.all(closable >= -1e-12)
+    n = len(X)
+    exact, upper = np.empty(n), 0.0
+    for i, (x, y) in enumerate(zip(X, Y)):
+        labelings, values = enumerated(crf, x, y, cert.coef, True)
+        rows = slice(problem.node_offsets[i], problem.node_offsets[i + 1])
+        mean = 0.0
+        for k in range(atoms.count[i]):  # E_alpha H_i over the block's atoms
+            hit = np.flatnonzero((labelings == atoms.labels[rows, k]).all(axis=1))
+            mean += atoms.weights[i, k] * values[hit[0]]
+        exact[i] = (values.max() - mean) / n
+        upper += cert.block_gaps[i] - exact[i]  # the bound's excess over the maximum, / n
+    assert np.all(closable <= exact + 1e-9) and np.all(exact <= cert.block_gaps + 1e-9)
+    assert np.any(exact < cert.block_gaps - 1e-6)  # a bound above its maximum
+    assert upper <= cert.relaxation + 1e-9
+
+
+def test_loopy_fits_stop_where_passes_cannot_close_the_gap():
+    """On odd cycles the relaxation leaves a part of the gap above ``tol`` that no pass closes:
+    the fit stops by itself once the rest is below ``tol`` (it used to run ``max_iter``), its
+    true gap (enumerated) near the exact oracle's fit, and without a warning."""
+    X, Y = odd_cycles(np.random.default_rng(0), 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = BCFWStructuredSVM(GraphCRF(inference="trws"), max_iter=300,
+                                random_state=0).fit(X, Y)
+    tol = est.tol * est.loss_scale_
+    assert est.converged_ and est.n_iter_ < 100 and est.gap_certified_
+    assert est.relaxation_gap_ > tol and est.duality_gap_ > 2 * tol
+    assert est.duality_gap_ - est.relaxation_gap_ <= tol
+    assert est.history_[-1]["relaxation_gap"] == est.relaxation_gap_
+    est.structure_.set_params(inference="brute_force")
+    exact_gap = est.primal_objective(X, Y) - est.dual_objective_
+    assert est.duality_gap_ - est.relaxation_gap_ - 1e-9 <= exact_gap <= est.duality_gap_ + 1e-9
+    assert exact_gap <= 2 * tol
+    exact = BCFWStructuredSVM(GraphCRF(inference="brute_force"), random_state=0).fit(X, Y)
+    assert exact.converged_ and exact.relaxation_gap_ == 0.0
 
 
 def python_oracles(crf, graphs, problem, coef, y_out):

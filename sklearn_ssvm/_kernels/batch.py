@@ -5,7 +5,7 @@ import numpy as np
 from numba import njit
 
 from .labelings import (GRAPH, TRUE, add_stats, example_graph, expected_label_loss, expected_score,
-                        labeling_score, oracle_one_kind, oracle_work_size)
+                        label_loss, labeling_score, oracle_one_kind, oracle_work_size)
 from .graph_oracle import graph_oracle
 from .sparse import add_outer_into, unary_scores_into
 from .threads import run_chunks
@@ -66,6 +66,30 @@ def _oracle_range(structure_kind):
                     expected_scores[i] = expected_score(U, theta, M, Q, t0, i)
 
     return oracle_range
+
+
+@njit(cache=True, nogil=True)
+def best_atom_values(packed, W, theta, atom_y, atom_n, out):
+    """``out[i] = max_k H_i(y_k)``, the largest loss-augmented score at ``(W, theta)`` among
+    block ``i``'s atoms (columns of ``atom_y``, ``atom_n[i]`` of them; -inf without any)."""
+    kind, indptr, indices, data = packed.kind, packed.indptr, packed.indices, packed.data
+    tok_off, y, node_off, tok_loss = packed.tok_off, packed.y, packed.node_off, packed.tok_loss
+    U_buf = np.empty((max_length(tok_off), W.shape[1]))
+    ya = np.empty(max_length(node_off), dtype=np.int32)  # contiguous, as the passes score them
+    for i in range(tok_off.shape[0] - 1):
+        out[i] = -np.inf
+        if atom_n[i] == 0:
+            continue
+        t0, t1, n0, n1 = tok_off[i], tok_off[i + 1], node_off[i], node_off[i + 1]
+        U = U_buf[:t1 - t0]
+        unary_scores_into(indptr, indices, data, t0, t1, W, U)
+        graph = example_graph(packed, i)
+        for k in range(atom_n[i]):
+            for t in range(n0, n1):
+                ya[t - n0] = atom_y[t, k]
+            value = (labeling_score(kind, U, theta, ya[:n1 - n0], graph)
+                     + label_loss(kind, y[n0:n1], ya[:n1 - n0], tok_loss[t0:t1]))
+            out[i] = max(out[i], value)
 
 
 @njit(cache=True, nogil=True)

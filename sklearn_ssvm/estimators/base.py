@@ -155,7 +155,10 @@ class StructuredEstimator(BaseEstimator):
             self._fit_prepared(structure, problem, X, y, **fit_params)
         if self._stopped_at_max_iter():
             gap = getattr(self, "duality_gap_", np.nan)
-            gap = (f"its duality gap is {gap:.3g} > tol * loss_scale_ = {self.tol} * "
+            relaxed = getattr(self, "relaxation_gap_", 0.0)
+            part = ("" if not relaxed else f" less the relaxation's part "
+                    f"relaxation_gap_ = {relaxed:.3g}, which no pass can close,")
+            gap = (f"its duality gap is {gap:.3g}{part} > tol * loss_scale_ = {self.tol} * "
                    f"{self.loss_scale_:.3g}" if np.isfinite(gap)
                    else "no duality gap was certified")
             warnings.warn(f"{type(self).__name__} stopped at max_iter={self.max_iter}: {gap}. "

@@ -152,10 +152,17 @@ class BCFWStructuredSVM(StructuredEstimator):
         Steps taken towards a cached labeling instead of calling the oracle.
     duality_gap_ : float
         Last certified duality gap (absolute, on the scale of eq. (1)).
+    relaxation_gap_ : float
+        The part of ``duality_gap_`` that TRW-S's bounds leave on loopy graphs (0 with exact
+        oracles): the bounds' excess over the best labelings known (those found and the
+        blocks' atoms). No pass can close it; the rest, ``duality_gap_ - relaxation_gap_``,
+        is the gap of the problem restricted to the labelings found, which passes close, and
+        the true gap lies between the two.
     primal_objective_, dual_objective_ : float
         Primal ``P(w)`` and dual values at the last certificate.
     converged_ : bool
-        Whether ``duality_gap_ <= tol * loss_scale_``.
+        Whether ``duality_gap_ - relaxation_gap_ <= tol * loss_scale_``: the gap itself with
+        exact oracles, the part passes can close on loopy graphs.
     loss_scale_ : float
         The zero model's objective ``P(0) = mean_i max_y L(y_i, y)`` (the mean largest loss):
         ``tol`` is relative to it, ``duality_gap_ / loss_scale_`` is the relative gap.
@@ -274,6 +281,7 @@ class BCFWStructuredSVM(StructuredEstimator):
                             primal_objective_=result.objective,
                             dual_objective_=result.dual_objective,
                             n_cache_hits_=result.n_cache_hits,
+                            relaxation_gap_=result.relaxation_gap,
                             **self._dual(result, self._cache(problem)))
 
     def _warm_start_from(self, fit, source, problem, target=None, target_problem=None):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._kernels.batch import add_block_weights
+from .._kernels.batch import add_block_weights, best_atom_values
 from .._kernels.bcfw import (AWAY, DRAWS_LEFT, FW, N_PASS_COUNTS, PAIRWISE, WAITING, PassAtoms,
                              PassAverages, PassDual, PassSchedule, PassWeights, bcfw_pass,
                              state_from_atoms)
@@ -243,13 +243,23 @@ def _block_n(problem, idx):
 
 @dataclass
 class Certificate:
-    """Exact primal, dual and duality gap at a dual point (spec 002 eq. (1), (3), (5))."""
+    """Exact primal, dual and duality gap at a dual point (spec 002 eq. (1), (3), (5)), and the
+    part ``relaxation`` of the gap that the oracle's bounds leave (0 with exact oracles; see
+    :func:`certificate`)."""
 
     primal: float
     dual: float
     gap: float
     block_gaps: np.ndarray = field(repr=False)
     coef: np.ndarray = field(repr=False)
+    relaxation: float = 0.0
+    relaxation_blocks: np.ndarray = field(default=None, repr=False)
+
+    @property
+    def closable(self):
+        """``gap - relaxation``: the gap of the problem restricted to the labelings found, which
+        more passes can close."""
+        return self.gap - self.relaxation
 
 
 def weights(problem, state, penalty, threads=1):
@@ -319,7 +329,7 @@ def primal_point(v, penalty, box=None):
     return soft_threshold(v, penalty.l1 / penalty.c) if box is None else box.project(v)
 
 
-def certificate(problem, state, v, penalty, box=None):
+def certificate(problem, state, v, penalty, box=None, atoms=None):
     """One batched oracle pass giving the exact block gaps ``g_i`` (eq. (7)), P and D.
 
     ``v = A alpha`` is the dual's weight vector (:func:`weights`), ``penalty`` an
@@ -329,18 +339,40 @@ def certificate(problem, state, v, penalty, box=None):
     002 eq. (53)) ``r*`` is that of the penalty restricted to it. The gap is the sum of the
     block gaps, equal to ``P - D`` (Fenchel-Young: ``w`` is the gradient of ``r*`` at
     ``c v``).
+
+    Where the oracle bounds a maximum instead of reaching it (TRW-S on a loopy graph), ``H_i``
+    in ``P`` is that upper bound ``B_i``, and block ``i``'s gap splits at the best value known
+    for its maximum, ``h_i = max(labeling found, best of the block's ``atoms``, E_alpha H_i)``
+    (each a labeling's value or a mean of them, so ``h_i <= max_y H_i(y) <= B_i``):
+    ``relaxation_i = (B_i - h_i) / n >= 0`` bounds how far the primal may overstate ``H_i``,
+    and the rest, ``(h_i - E_alpha H_i) / n >= 0``, is the block gap of the problem restricted
+    to the labelings found, which more passes can close (``Certificate.closable``).
     """
     penalty = as_penalty(penalty)
     problem = label_space(problem)
     w = primal_point(v, penalty, box)
-    _, values, true_scores, expected = problem.run_oracle(w, True, state.M, state.Q)
-    block_gaps = (values - expected) / problem.block_n - state.ell_blocks
+    _, found, true_scores, expected = problem.run_oracle(w, True, state.M, state.Q)
+    values = problem.upper_values(found)
+    block_n = problem.block_n
+    block_gaps = (values - expected) / block_n - state.ell_blocks
+    relaxation_blocks = np.zeros_like(block_gaps)
+    if np.any(values > found):
+        mean_values = expected + block_n * state.ell_blocks
+        known = np.maximum(found, mean_values)
+        if atoms is not None and atoms.room:
+            best = np.empty_like(known)
+            W, theta = problem.split_coef(w)
+            best_atom_values(problem.packed(), np.ascontiguousarray(W), theta, atoms.labels,
+                             atoms.count, best)
+            known = np.maximum(known, best)
+        relaxation_blocks = np.maximum(values - known, 0.0) / block_n
     primal = penalty.value(w) + problem.weighted_mean(values - true_scores)
     if box is None:
         dual = state.ell_blocks.sum() - penalty.conjugate(penalty.c * v)
     else:  # the L2 penalty restricted to the feasible set
         dual = state.ell_blocks.sum() - penalty.c * box.conjugate_term(v)
-    return Certificate(primal, dual, block_gaps.sum(), block_gaps, w)
+    return Certificate(primal, dual, block_gaps.sum(), block_gaps, w, relaxation_blocks.sum(),
+                       relaxation_blocks)
 
 
 @dataclass(kw_only=True)
@@ -348,9 +380,12 @@ class BCFWResult(SolverResult):
     """BCFW's :class:`~sklearn_ssvm.solvers.result.SolverResult`, with what a warm start
     continues from: the dual ``state`` (and ``certified_state``, the averaged one when
     averaging), the ``active_sets``, the blocks' ``gap_estimates``, the last ``certificate``
-    (None when none was made) and ``n_cache_hits``. History records add ``cache_hits`` and
-    ``gap_estimate`` (the sum of the blocks' estimates)."""
+    (None when none was made) and ``n_cache_hits``; ``relaxation_gap``, the part of the gap
+    left by an oracle's bounds (:func:`certificate`). History records add ``cache_hits``,
+    ``gap_estimate`` (the sum of the blocks' estimates) and, at the checks,
+    ``relaxation_gap``."""
 
+    relaxation_gap: float = 0.0
     state: DualState = None
     certificate: Certificate = None
     certified_state: DualState = None
@@ -732,13 +767,17 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
                     certified_v = weights(problem, certified, penalty)
                 else:
                     certified, certified_v = state, coef
-                cert = certificate(problem, certified, certified_v, penalty, box)
+                cert = certificate(problem, certified, certified_v, penalty, box,
+                                   None if averaging else atoms)
                 calls += n
                 if not averaging:  # exact gaps of the current iterate: fresh estimates
-                    estimates[:] = cert.block_gaps
+                    estimates[:] = cert.block_gaps - cert.relaxation_blocks
                 record.update(oracle_calls=calls, objective=cert.primal,
-                              dual_objective=cert.dual, gap=cert.gap)
-                converged = cert.gap <= tol
+                              dual_objective=cert.dual, gap=cert.gap,
+                              relaxation_gap=cert.relaxation)
+                # passes close only the closable part: what the relaxation leaves (0 with exact
+                # oracles) no pass can
+                converged = cert.closable <= tol
                 bar.set_postfix(gap=f"{cert.gap:.2e}")
                 bar.log(f"pass {it}", primal=cert.primal, dual=cert.dual, gap=cert.gap)
             record.update(time=clock.wall(), cpu_time=clock.cpu())
@@ -758,7 +797,8 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
     nan = np.nan
     return BCFWResult(coef=returned, objective=cert.primal if cert else nan,
                       dual_objective=cert.dual if cert else nan,
-                      duality_gap=cert.gap if cert else nan, gap_certified=not reason,
+                      duality_gap=cert.gap if cert else nan,
+                      relaxation_gap=cert.relaxation if cert else 0.0, gap_certified=not reason,
                       gap_reason=reason, state=state, certificate=cert,
                       certified_state=certified, active_sets=atoms,
                       gap_estimates=estimates, n_iter=it,

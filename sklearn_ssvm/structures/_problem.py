@@ -147,7 +147,8 @@ class ExampleWeights:
         largest loss, and at least 4.5e-5 per token of the counting loss); for multi-label
         data ``FEATURE_ALPHA R^2`` (1e-3 times the mean squared norm of an example's
         features, so that scaling the features scales ``alpha`` alike); otherwise
-        ``1 / n_samples`` (binary and multi-class SVMs: ``LinearSVC``'s ``C = 1``). Measured in ``benchmarks/select_defaults.py``.
+        ``1 / n_samples`` (binary and multi-class SVMs: ``LinearSVC``'s ``C = 1``). Measured in
+        ``benchmarks/select_defaults.py``.
 
         Returns
         -------
@@ -472,6 +473,24 @@ class Problem(ExampleWeights):
                          values, true_scores, expected)
         return y_out, values, true_scores, expected
 
+    def upper_values(self, values):
+        """Upper bounds on the maxima of the last :meth:`run_oracle` with a dual state.
+
+        The compiled oracles are exact, so the bounds are the labelings' values themselves;
+        graph problems take the bounds of TRW-S (Kolmogorov 2006) where it reported one.
+
+        Parameters
+        ----------
+        values : ndarray of shape (n_samples,)
+            The values of the labelings that run returned.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            An upper bound on each example's (loss-augmented) maximum.
+        """
+        return values
+
     def smoothed_losses(self, coef, smoothing, mu, K):
         """Smoothed hinge losses at ``coef`` and their label-space gradient statistics.
 
@@ -664,14 +683,16 @@ class GraphLabels(Problem):
 
     def run_oracle(self, coef, augment, M=None, Q=None):
         """``Problem.run_oracle`` through the structure's oracle; with a dual state (a duality
-        gap's pass) ``values`` are upper bounds on the maxima where the oracle reported one
-        (TRW-S), so that the gap computed from them is a certificate whatever the labelings."""
-        bounds = self.graphs.compiled_oracles.bounds  # every call writes its example's bound
-        bounds[:] = np.nan
-        y_out, values, true_scores, expected = super().run_oracle(coef, augment, M, Q)
-        if augment and M is not None:
-            values = np.where(np.isnan(bounds), values, np.maximum(values, bounds))
-        return y_out, values, true_scores, expected
+        gap's pass) TRW-S runs to its bound, which :meth:`upper_values` then reads."""
+        self.graphs.compiled_oracles.bounds[:] = np.nan  # every call writes its example's bound
+        return super().run_oracle(coef, augment, M, Q)
+
+    def upper_values(self, values):
+        """Upper bounds on the maxima: the bound of TRW-S (Kolmogorov 2006) where the last run
+        reported one, so that a gap computed from them is a certificate whatever the
+        labelings."""
+        bounds = self.graphs.compiled_oracles.bounds
+        return np.where(np.isnan(bounds), values, np.maximum(values, bounds))
 
 
 class _GraphOracle:
