@@ -145,7 +145,8 @@ class GraphCRF(BaseEstimator):
     most 2**16 labelings (``"brute_force"``), otherwise TRW-S (``"trws"``, compiled sequential
     tree-reweighted message passing), whose labeling is exact when it meets TRW-S's bound, and
     integer programming with HiGHS (``"milp"``, exact but slow on large graphs) for the calls
-    the bound leaves uncertified; ``oracle_calls_`` counts the calls each answered. The
+    the bound leaves uncertified on models of at most 20,000 variables (node states plus edge
+    state pairs; larger ones keep TRW-S's labeling, uncertified); ``oracle_calls_`` counts the calls each answered. The
     approximate ones are ``"icm"``, ``"max_product"`` (TRW max-product), ``"expansion"``
     (alpha-expansion) and ``"trws"`` alone (exact on the calls its bound certifies); any oracle
     of :mod:`sklearn_ssvm.marginals` may be passed. With an approximate oracle the solvers'
