@@ -307,3 +307,40 @@ def test_make_snakes():
         assert colour[cells[-1]] == 5
     with pytest.raises(ValueError, match="n_segments"):
         make_snakes(n_samples=1, shape=(2, 2), n_segments=5)
+
+
+def test_make_segmentation():
+    """Grids are the pixels' 4-neighbourhood and superpixel graphs planar triangulations; the
+    labels are Voronoi regions (each seed's cell one class, so a noise-free node's feature is
+    its one-hot class); the contrast is 1 on edges within a region without noise."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+    from sklearn_ssvm.datasets import make_segmentation
+    from sklearn_ssvm.structures import grid_graph
+    X, Y = make_segmentation(n_samples=3, shape=(9, 11), n_states=5, noise=0.0, random_state=0)
+    for (features, edges, edge_features), y in zip(X, Y):
+        assert features.shape == (99, 6) and y.shape == (99,) and y.dtype == np.int64
+        np.testing.assert_array_equal(edges, grid_graph(np.zeros((9, 11)))[1])
+        np.testing.assert_array_equal(np.argmax(features[:, :5], axis=1), y)
+        same = y[edges[:, 0]] == y[edges[:, 1]]
+        np.testing.assert_allclose(edge_features[same], 1.0)
+        assert np.all(edge_features[~same, 1] < 1.0)
+    X, Y = make_segmentation(n_samples=2, n_nodes=200, noise=1.0, random_state=1)
+    for (features, edges, edge_features), y in zip(X, Y):
+        n, m = 200, len(edges)
+        assert features.shape == (n, 9) and edge_features.shape == (m, 2)
+        assert np.all(edges[:, 0] < edges[:, 1]) and len(np.unique(edges, axis=0)) == m
+        assert m <= 3 * n - 6  # planar
+        graph = coo_matrix((np.ones(m), (edges[:, 0], edges[:, 1])), shape=(n, n))
+        assert connected_components(graph, directed=False)[0] == 1
+        degrees = np.bincount(edges.ravel(), minlength=n)
+        assert degrees.min() >= 2 and degrees.max() > 6
+    again = make_segmentation(n_samples=2, n_nodes=200, noise=1.0, return_positions=True,
+                              random_state=1)
+    np.testing.assert_array_equal(again[1][0], Y[0])
+    assert again[2][0].shape == (200, 2) and np.all((again[2][0] >= 0) & (again[2][0] < 1))
+    for kwargs, match in [({"n_states": 1}, "n_states"), ({"n_nodes": 2}, "n_nodes"),
+                          ({"shape": (0, 4)}, "shape"), ({"noise": np.nan}, "noise"),
+                          ({"n_regions": 0}, "n_regions")]:
+        with pytest.raises(ValueError, match=match):
+            make_segmentation(n_samples=1, **kwargs)

@@ -10,11 +10,15 @@
 - :func:`make_hadamard_bmrm` -- the affine pieces of the worst-case risk for bundle methods.
 - :func:`make_snakes` -- grid images of snakes whose segments only pairwise terms can number
   (for ``GraphCRF``).
+- :func:`make_segmentation` -- noisy images or superpixel graphs of regions, at any size (for
+  ``GraphCRF``).
 """
 
 from ._base import get_data_home, load_ocr_letters, load_scene, split_folds
 from ._conll import load_conll2000_chunking, read_conll
-from ._samples_generator import make_chain_data, make_hadamard_bmrm, make_snakes
+from ._samples_generator import (make_chain_data, make_hadamard_bmrm, make_segmentation,
+                                 make_snakes)
 
-__all__ = ["get_data_home", "load_conll2000_chunking", "load_ocr_letters", "load_scene", "read_conll",
-           "make_chain_data", "make_hadamard_bmrm", "make_snakes", "split_folds"]
+__all__ = ["get_data_home", "load_conll2000_chunking", "load_ocr_letters", "load_scene",
+           "read_conll", "make_chain_data", "make_hadamard_bmrm", "make_segmentation",
+           "make_snakes", "split_folds"]

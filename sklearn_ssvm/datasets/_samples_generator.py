@@ -6,7 +6,7 @@ import numpy as np
 from scipy.linalg import hadamard
 from sklearn.utils import check_random_state
 
-__all__ = ["make_chain_data", "make_hadamard_bmrm", "make_snakes"]
+__all__ = ["make_chain_data", "make_hadamard_bmrm", "make_segmentation", "make_snakes"]
 
 
 def make_chain_data(
@@ -269,3 +269,106 @@ def make_snakes(n_samples=100, shape=(8, 8), n_segments=10, noise=0.5, random_st
         X.append((node_features, edges, edge_features))
         Y.append(labels.ravel())
     return X, Y
+
+
+def make_segmentation(n_samples=10, shape=(32, 32), n_states=8, n_nodes=None, noise=1.0,
+                      n_regions=None, return_positions=False, random_state=None):
+    """Generate noisy images, or superpixel graphs, of regions of ``n_states`` classes.
+
+    The segmentation and denoising problems of the grid models of Osokin et al. (2016, spec
+    002 §7) at any size. Each sample partitions the unit square into the Voronoi cells of
+    ``n_regions`` random seeds, each seed with a class drawn uniformly: regions with straight
+    boundaries meeting at junctions. Its nodes are either the pixels of an image of ``shape``
+    (4-neighbourhood of :func:`~sklearn_ssvm.structures.grid_graph`) or, with ``n_nodes``,
+    that many random points joined by their Delaunay triangulation (a planar graph whose
+    degrees vary around 6, as superpixel adjacency graphs do). A node observes its
+    class as a one-hot vector under Gaussian noise, so that only the pairwise terms recover the
+    regions when the noise is large; an edge observes how alike its two nodes look. The data
+    are for ``GraphCRF(edge_features=True)``.
+
+    Parameters
+    ----------
+    n_samples : int, default=10
+        Number of images (graphs).
+    shape : tuple of two int, default=(32, 32)
+        Image height and width, for grids (``n_nodes=None``).
+    n_states : int, default=8
+        Number of classes, at least 2.
+    n_nodes : int or None, default=None
+        None: pixel grids of ``shape``; an int (at least 3): superpixel graphs of that many
+        nodes.
+    noise : float, default=1.0
+        Standard deviation of the Gaussian noise added to the one-hot classes.
+    n_regions : int or None, default=None
+        Voronoi seeds per sample; None: ``2 * n_states``.
+    return_positions : bool, default=False
+        Whether to return the nodes' positions in the unit square too (to draw the graphs).
+    random_state : int, RandomState instance or None, default=None
+        Seed or generator for reproducible output.
+
+    Returns
+    -------
+    X : list of tuples (node_features, edges, edge_features)
+        Per sample: ``node_features`` of shape ``(n_nodes, n_states + 1)`` (the noisy one-hot
+        class and a constant), ``edges`` of shape ``(n_edges, 2)`` (each once, from the lower
+        node to the higher one) and ``edge_features`` of shape ``(n_edges, 2)``: a constant and
+        the contrast ``exp(-d^2 / (2 mean(d^2)))`` of the distance ``d`` between the two nodes'
+        observations (Boykov & Jolly 2001's weighting).
+    Y : list of ndarray of int64, shape (n_nodes,)
+        Classes (row-major for grids).
+    positions : list of ndarray of shape (n_nodes, 2)
+        With ``return_positions``: each node's ``(row, column)`` coordinates in the unit
+        square (pixel centres for grids).
+
+    Examples
+    --------
+    >>> from sklearn_ssvm.datasets import make_segmentation
+    >>> X, Y = make_segmentation(n_samples=2, shape=(64, 64), random_state=0)
+    >>> X[0][0].shape, X[0][1].shape, X[0][2].shape
+    ((4096, 9), (8064, 2), (8064, 2))
+    >>> X, Y = make_segmentation(n_samples=2, n_nodes=300, random_state=0)
+    >>> X[0][0].shape, Y[0].shape
+    ((300, 9), (300,))
+    """
+    from scipy.spatial import Delaunay
+
+    from ..structures.graph_crf import grid_graph
+    rng = np.random.default_rng(check_random_state(random_state).randint(2 ** 31))
+    if not isinstance(n_states, numbers.Integral) or n_states < 2:
+        raise ValueError(f"n_states must be an integer >= 2, got {n_states!r}.")
+    if n_nodes is not None and (not isinstance(n_nodes, numbers.Integral) or n_nodes < 3):
+        raise ValueError(f"n_nodes must be None or an integer >= 3, got {n_nodes!r}.")
+    if n_nodes is None and (len(shape) != 2 or not all(
+            isinstance(k, numbers.Integral) and k >= 1 for k in shape)):
+        raise ValueError(f"shape must be two positive integers, got {shape!r}.")
+    if not (isinstance(noise, numbers.Real) and np.isfinite(noise) and noise >= 0):
+        raise ValueError(f"noise must be a finite number >= 0, got {noise!r}.")
+    n_regions = 2 * n_states if n_regions is None else n_regions
+    if not isinstance(n_regions, numbers.Integral) or n_regions < 1:
+        raise ValueError(f"n_regions must be None or a positive integer, got {n_regions!r}.")
+    X, Y, positions = [], [], []
+    for _ in range(n_samples):
+        if n_nodes is None:
+            rows, cols = shape
+            centres = np.stack(np.meshgrid((np.arange(rows) + 0.5) / rows,
+                                           (np.arange(cols) + 0.5) / cols, indexing="ij"),
+                               axis=-1).reshape(-1, 2)
+            edges = grid_graph(np.zeros((rows, cols)))[1]
+        else:
+            centres = rng.random((n_nodes, 2))
+            triangles = Delaunay(centres).simplices
+            pairs = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]],
+                                            triangles[:, [0, 2]]]), axis=1)
+            edges = np.unique(pairs, axis=0).astype(np.int64)
+        seeds = rng.random((n_regions, 2))
+        seed_class = rng.integers(n_states, size=n_regions)
+        nearest = np.argmin(((centres[:, None, :] - seeds[None]) ** 2).sum(axis=2), axis=1)
+        labels = seed_class[nearest].astype(np.int64)
+        observed = np.eye(n_states)[labels] + noise * rng.normal(size=(len(labels), n_states))
+        distance = ((observed[edges[:, 0]] - observed[edges[:, 1]]) ** 2).sum(axis=1)
+        contrast = np.exp(-distance / (2.0 * max(distance.mean(), 1e-12)))
+        X.append((np.c_[observed, np.ones(len(labels))], edges,
+                  np.c_[np.ones(len(edges)), contrast]))
+        Y.append(labels)
+        positions.append(centres)
+    return (X, Y, positions) if return_positions else (X, Y)
