@@ -467,11 +467,13 @@ def _pass_kernel(structure_kind, elastic_net, shared):
                                p if soft else 0), dtype=np.int64)
         q_vals = np.empty(q_index.shape[0])
         work = np.empty(oracle_work_size(kind, max_T, C))
-        # scratch of the line searches of examples without a stored Gram matrix (large graphs)
+        # scratch of the line searches of examples without a stored Gram matrix (large graphs;
+        # the other kinds' passes are pruned of them, and compile none of their kernels)
         direct = 0
-        for j in range(n):
-            if gram_off[j + 1] - gram_off[j] < (tok_off[j + 1] - tok_off[j]) ** 2:
-                direct = 1
+        if structure_kind == GRAPH:
+            for j in range(n):
+                if gram_off[j + 1] - gram_off[j] < (tok_off[j + 1] - tok_off[j]) ** 2:
+                    direct = 1
         V_direct = np.zeros((direct * W.shape[0], C))
         Vq_direct = np.zeros(direct * p)
         averaging = VM.shape[0] > 0
@@ -658,17 +660,22 @@ def _pass_kernel(structure_kind, elastic_net, shared):
                 gamma = soft_line_search(dl, base, direction, m, kappa, 1.0 / lam, gamma_max,
                                          breaks, owner)
             else:  # exact line search: gamma* = N lambda n^2 / quad, clipped to [0, gamma_max]
-                stored = gram_off[i + 1] - gram_off[i] == T * T
-                if keep_atoms and sparse_steps and stored:
+                quad = -1.0  # a sum of squares once computed
+                if structure_kind == GRAPH:
+                    if gram_off[i + 1] - gram_off[i] < T * T:  # no Gram matrix stored
+                        if keep_atoms and sparse_steps:
+                            quad = direct_entries_quadratic(indptr, indices, data, t0, rows, cols,
+                                                            vals, n_s, q_index, q_vals, n_q,
+                                                            V_direct, Vq_direct)
+                        else:
+                            quad = direct_quadratic(indptr, indices, data, t0, T, D, V_direct)
+                            for j in range(p):
+                                quad += dq[j] * dq[j]
+                if quad < 0.0 and keep_atoms and sparse_steps:
                     quad = entries_quadratic(gram, gram_off[i], T, rows, cols, vals, n_s, q_index,
                                              q_vals, n_q)
-                elif keep_atoms and sparse_steps:
-                    quad = direct_entries_quadratic(indptr, indices, data, t0, rows, cols, vals,
-                                                    n_s, q_index, q_vals, n_q, V_direct,
-                                                    Vq_direct)
-                else:
-                    quad = (gram_quadratic(gram, gram_off[i], T, D) if stored else
-                            direct_quadratic(indptr, indices, data, t0, T, D, V_direct))
+                elif quad < 0.0:
+                    quad = gram_quadratic(gram, gram_off[i], T, D)
                     for j in range(p):
                         quad += dq[j] * dq[j]
                 gamma = gamma_max if quad <= 0.0 else min(gamma_max, numerator * lam_n * nb / quad)

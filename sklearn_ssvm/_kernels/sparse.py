@@ -169,16 +169,17 @@ def direct_entries_quadratic(indptr, indices, data, t0, rows, cols, vals, n_entr
     return total
 
 
-def token_gram(indptr, indices, data, tok_offsets, n_features):
+def token_gram(indptr, indices, data, tok_offsets, n_features, direct=False):
     """Per-example token Gram matrices ``X_i X_i^T`` packed flat, with their offsets (on the
     threads of ``threads.use_threads``).
 
-    An example whose Gram matrix would cost more than forming ``X_i^T D`` itself (``T (T + 1)
-    / 2 > 2 nnz(X_i) + n_features``: large graphs of few features) gets none (an empty span):
-    its steps take :func:`direct_quadratic`, so memory stays linear in its tokens."""
+    With ``direct`` (graphs: only their BCFW pass compiles the Gram-free line searches), an
+    example whose Gram matrix would cost more than forming ``X_i^T D`` itself (``T (T + 1) / 2
+    > 2 nnz(X_i) + n_features``: large graphs of few features) gets none (an empty span): its
+    steps take :func:`direct_quadratic`, so memory stays linear in its tokens."""
     lengths = np.diff(tok_offsets).astype(np.int64)
     nnz = np.diff(indptr[tok_offsets]).astype(np.int64)
-    stored = lengths * (lengths + 1) // 2 <= 2 * nnz + n_features
+    stored = (lengths * (lengths + 1) // 2 <= 2 * nnz + n_features) | (not direct)
     offsets = np.concatenate([np.zeros(1, np.int64),
                               np.cumsum(np.where(stored, lengths * lengths, 0))])
     gram = np.zeros(offsets[-1])

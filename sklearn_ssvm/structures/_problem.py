@@ -913,7 +913,7 @@ class GraphProblem(ExampleWeights):
         """The node Gram matrices of :meth:`label_space` (``Problem.gram``), computed once."""
         arrays = self._label_arrays
         return token_gram(arrays["indptr"], arrays["indices"], arrays["data"],
-                          arrays["tok_offsets"], arrays["n_features"])
+                          arrays["tok_offsets"], arrays["n_features"], direct=True)
 
     @cached_property
     def compiled_oracles(self):
