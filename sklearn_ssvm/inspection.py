@@ -2,7 +2,8 @@
 and ``state_features_``), also through a ``Pipeline`` that names the token features.
 
 Every function takes a fitted estimator with a ``ChainCRF`` structure (``predict_marginals`` and
-``calibrate_temperature`` also ``GraphCRF``), or a fitted ``Pipeline`` ending in one; in a
+``calibrate_temperature`` also ``GraphCRF``, ``certify_predictions`` only ``GraphCRF``), or a
+fitted ``Pipeline`` ending in one; in a
 pipeline the feature names come from the step before the estimator
 (``SequenceVectorizer.get_feature_names_out()``), otherwise they are ``"x0"``, ``"x1"``, ....
 The position biases of ``ChainCRF(bias=True)`` are named ``"bias"``, ``"bias:first"`` and
@@ -10,9 +11,11 @@ The position biases of ``ChainCRF(bias=True)`` are named ``"bias"``, ``"bias:fir
 """
 import numpy as np
 from sklearn.pipeline import Pipeline
+from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
 from .structures.chain import ChainCRF
+from .structures.graph_crf import GraphCRF
 
 BIAS_NAMES = ("bias", "bias:first", "bias:last")
 
@@ -255,3 +258,38 @@ def calibrate_temperature(model, X, Y, bounds=(1e-3, 1e3)):
     result = minimize_scalar(loss, bounds=(np.log(low), np.log(high)), method="bounded",
                              options={"xatol": 1e-3})
     return float(np.exp(result.x))
+
+
+def certify_predictions(model, X):
+    """Return a fitted graph model's predictions with a certificate of each, also through a
+    ``Pipeline``.
+
+    The labelings are those of ``predict``; each comes with its score and an upper bound on the
+    best score of its graph (the MAP certificate of spec 004 §2.2: TRW-S's bound, Kolmogorov
+    2006, where the oracle is not exact), and a labeling is exact when it meets the bound.
+    ``inference="auto"`` decodes exactly on forests, binary submodular models and small
+    graphs, and on other loopy models keeps TRW-S's labeling, exact where its bound is met.
+
+    Parameters
+    ----------
+    model : estimator or Pipeline
+        A fitted estimator with a ``GraphCRF`` structure, or a fitted ``Pipeline`` ending in
+        one.
+    X : list
+        The graphs, as ``model`` takes them.
+
+    Returns
+    -------
+    Bunch
+        ``labels`` (list of ndarray, ``predict``'s), ``scores`` (ndarray of shape
+        ``(n_samples,)``, their ``<coef_, phi(x, y)>``), ``upper_bounds`` (the bounds on each
+        graph's best score; ``inf`` where the oracle gives none) and ``exact`` (ndarray of bool:
+        the labeling is a best one).
+    """
+    est, Xt = _final_step(model, X)
+    check_is_fitted(est, "coef_")
+    if not isinstance(est.structure_, GraphCRF):
+        raise ValueError(f"certify_predictions needs a GraphCRF structure, not "
+                         f"{type(est.structure_).__name__} (whose predictions are exact).")
+    labels, scores, bounds, exact = est.structure_.decode_with_bounds(Xt, est._dense_coef())
+    return Bunch(labels=labels, scores=scores, upper_bounds=bounds, exact=exact)

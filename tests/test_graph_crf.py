@@ -9,7 +9,7 @@ import pytest
 
 from sklearn_ssvm import BCFWStructuredSVM, BMRMStructuredSVM, SmoothSSVMClassifier
 from sklearn_ssvm.marginals import ICMMAP, TRWSMAP
-from sklearn_ssvm.structures import GraphCRF, MulticlassSVM, grid_graph
+from sklearn_ssvm.structures import ChainCRF, GraphCRF, MulticlassSVM, grid_graph
 
 EXACT = ["auto", "brute_force", "milp"]
 APPROXIMATE = ["icm", "max_product", "expansion"]
@@ -121,6 +121,21 @@ def test_graph_cut_in_auto_for_binary_submodular_models():
         Y, values = enumerated(crf, x, y_true, coef, True)
         assert name == "GraphCutMAP" and exact
         assert value == pytest.approx(values.max(), abs=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_auto_cache_is_off_where_every_oracle_is_a_graph_cut():
+    """BCFW's ``cache="auto"``: no cache on binary grids (compiled graph cuts, about a step
+    each): the fit is ``cache=False``'s to the bit; with three labels (TRW-S, integer programs)
+    the cache stays on, as ``cache=True``."""
+    rng = np.random.default_rng(2)
+    for S, cached in ((2, False), (3, True)):
+        X, Y = segmentation_data(rng, 6, S, shape=(5, 5))
+        fits = [BCFWStructuredSVM(GraphCRF(), max_iter=6, random_state=0, cache=cache).fit(X, Y)
+                for cache in ("auto", cached)]
+        np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+        assert ("GraphCutMAP" in fits[0].oracle_calls_) == (S == 2)
+        assert (fits[0].n_cache_hits_ > 0) == cached
 
 
 @pytest.mark.parametrize("inference", ["auto", "max_product"])
@@ -636,6 +651,54 @@ def test_predict_marginals_on_graphs():
     for bad in (0.0, -1.0, np.inf, np.nan, None, "1"):
         with pytest.raises(ValueError, match="temperature"):
             est.predict_marginals(trees, temperature=bad)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_predictions_run_no_integer_program_and_say_which_are_exact(monkeypatch):
+    """``"auto"`` predicts loopy models of many labelings with TRW-S alone (integer programs
+    made predictions 20x slower on the snakes); ``decode_with_bounds`` and
+    ``certify_predictions`` flag each labeling, checked against integer programming: an exact
+    labeling scores the optimum, an inexact one's bound lies above it. Frustrated 3-label
+    models of 8-neighbour grids (3**20 labelings), with weak node features on half of them (the
+    relaxation is loose) and strong ones on the others (it is tight)."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from sklearn_ssvm.inspection import certify_predictions
+    from sklearn_ssvm.marginals import MILPMAP
+
+    rng = np.random.default_rng(0)
+    X = [grid_graph(rng.normal(size=(4, 5, 2)) * (8 if i % 2 else 0.2), neighborhood=8)
+         for i in range(8)]
+    Y = [rng.integers(3, size=20) for _ in X]
+    coef = np.r_[rng.normal(size=6), (0.1 * rng.normal(size=(3, 3)) - np.eye(3)).ravel()]
+    optimum = GraphCRF(n_states=3, inference="milp").fit(X, Y).decode_with_bounds(X, coef)
+    assert optimum[3].all() and np.array_equal(optimum[1], optimum[2])
+
+    def refused(self, *args, **kwargs):
+        raise AssertionError("a prediction ran an integer program")
+
+    monkeypatch.setattr(MILPMAP, "__call__", refused)
+    crf = GraphCRF(n_states=3).fit(X, Y)
+    labels, scores, bounds, exact = crf.decode_with_bounds(X, coef)
+    assert 0 < exact.sum() < len(X)
+    for x, y, score in zip(X, labels, scores):
+        assert score == pytest.approx(independent_score(crf, x, y, coef))
+    np.testing.assert_allclose(scores[exact], optimum[1][exact], rtol=1e-9)
+    assert np.all(scores <= optimum[1] + 1e-9) and np.all(bounds >= optimum[1] - 1e-9)
+    assert np.any(scores[~exact] < optimum[1][~exact] - 1e-6)
+    assert all(np.array_equal(a, b) for a, b in zip(crf.predict(X, coef), labels))
+    np.testing.assert_array_equal(crf.decision_function(X, coef), scores)
+
+    model = make_pipeline(FunctionTransformer(), BCFWStructuredSVM(
+        GraphCRF(inference=TRWSMAP()), max_iter=2, random_state=0)).fit(X, Y)
+    model[-1].structure_.inference = "auto"
+    report = certify_predictions(model, X)
+    assert all(np.array_equal(a, b) for a, b in zip(report.labels, model.predict(X)))
+    assert report.exact.dtype == bool and np.all(report.upper_bounds >= report.scores - 1e-9)
+    chain = BCFWStructuredSVM(ChainCRF(), max_iter=2).fit([np.eye(3)], [np.arange(3)])
+    with pytest.raises(ValueError, match="needs a GraphCRF"):
+        certify_predictions(chain, [np.eye(3)])
 
 
 def test_labels_prediction_and_score():

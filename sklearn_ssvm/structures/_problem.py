@@ -937,6 +937,13 @@ class GraphProblem(ExampleWeights):
         return oracles._replace(key=python_oracle.register(self._oracle))
 
     @property
+    def cuts_only(self):
+        """Whether every example's oracle is a compiled graph cut (binary ``GraphCRF`` models
+        off forests at ``"auto"``): one costs about a step, so BCFW's ``cache="auto"`` keeps no
+        cache for them."""
+        return bool(np.all(self.compiled_oracles.code == GRAPH_CUT))
+
+    @property
     def constrained(self):
         """Whether the oracles accept only some coefficients (``project`` is not the
         identity)."""
