@@ -118,16 +118,12 @@ def _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s, away, may_
 
 
 @njit(cache=True, nogil=True)
-def _lightest_active(atom_w, atom_n, i):
-    """Index of block ``i``'s atom with the smallest positive weight, or -1 if one is inactive
-    (its slot is free to evict)."""
-    lightest = -1
+def _all_active(atom_w, atom_n, i):
+    """Whether every atom of block ``i`` has a positive weight (none has a slot to evict)."""
     for k in range(atom_n[i]):
         if atom_w[i, k] <= 0.0:
-            return -1
-        if lightest < 0 or atom_w[i, k] < atom_w[i, lightest]:
-            lightest = k
-    return lightest
+            return False
+    return True
 
 
 #: weight matrices of more doubles than this (1 MB) get their rows prefetched a step ahead
@@ -374,12 +370,11 @@ def bcfw_pass(packed, gram, gram_off, model, dual, schedule, store, averages, st
     store is full of active atoms and step ``steps_done`` could not be made (or, on several
     threads, another thread's could not); grow ``atom_y``/``atom_w``, set
     ``pass_counts[WAITING]`` back to 0 and call again with ``start = steps_done``. With
-    ``drop_when_full`` (the store is at its cap) that step is made instead by moving the whole
-    weight of the block's lightest atom to the oracle's corner, which takes its slot: a pairwise
-    step with ``gamma = gamma_max``, the drop step of spec 002 §10.3. It is a descent direction
-    (the corner maximises ``H_i``); the objective can rise only when the lightest weight
-    exceeds twice the line search's step, and the dual point stays feasible, so certificates
-    hold.
+    ``drop_when_full`` (the store is at its cap) the corner does not enter: that step is a
+    pairwise step from the block's worst active atom to its best one, line-searched, so the dual
+    never decreases (spec 002 §10.3's forced drop of the lightest atom onto the corner could,
+    and diverged at caps of 8 or 16 labelings); when it drops the worst atom a slot frees for
+    the next corner.
 
     ``shared``: other threads run passes over other blocks on the same weights at the same
     time (``solvers.bcfw``'s parallel passes): every addition into ``(W, theta)`` is then
@@ -610,7 +605,6 @@ def _pass_kernel(structure_kind, elastic_net, shared):
                     and sum_tree_total(tree) > 0.0):
                 drawn = sum_tree_sample(tree, uniforms[b + 1])
                 _prefetch_block(drawn, packed, gram, gram_off, dual, store, not sparse_steps)
-            L_s = label_loss(kind, yi, ys, losses)
             # the step's direction (D, dq, dl), rate of decrease and largest step
             numerator = gap
             gamma_max = 1.0
@@ -623,15 +617,18 @@ def _pass_kernel(structure_kind, elastic_net, shared):
                 if away_step:
                     numerator = away_gap
                     gamma_max = atom_w[i, away] / (1.0 - atom_w[i, away])
-            # the corner must join a store full of active atoms at its cap: it takes the place of
-            # the lightest atom, whose whole weight moves to it (a forced pairwise drop step)
-            lightest = -1
-            if keep_atoms and drop_when_full and k_star < 0 and not away_step and atom_n[i] == cap:
-                lightest = _lightest_active(atom_w, atom_n, i)
-            replace = lightest >= 0
-            if replace:
+            # a corner that would join a store full of active atoms at its cap waits: the step
+            # moves weight from the worst active atom to the best one, line-searched like any
+            # pairwise step (forcing a whole atom's weight onto the corner could lower the dual
+            # and diverged at small caps); the drops of such steps free the slots
+            if (keep_atoms and drop_when_full and k_star < 0 and not away_step
+                    and atom_n[i] == cap and _all_active(atom_w, atom_n, i)):
+                k_star = best
+                for t in range(n0, n1):
+                    ys[t - n0] = atom_y[t, best]
+                H_s = H_atoms[best]
                 pairwise = True
-                away = lightest
+            L_s = label_loss(kind, yi, ys, losses)
             if pairwise:
                 if away < 0 or k_star == away:  # the corner is the away atom: nothing to move
                     continue
@@ -679,13 +676,9 @@ def _pass_kernel(structure_kind, elastic_net, shared):
                     for j in range(p):
                         quad += dq[j] * dq[j]
                 gamma = gamma_max if quad <= 0.0 else min(gamma_max, numerator * lam_n * nb / quad)
-            if replace:
-                gamma = gamma_max
             if gamma <= 0.0:
                 continue
-            if replace:
-                k_star = away
-            elif keep_atoms and k_star < 0 and not away_step:  # the corner joins the active set
+            if keep_atoms and k_star < 0 and not away_step:  # the corner joins the active set
                 k_star, away = _insert_atom(atom_y, atom_w, atom_n, H_atoms, i, n0, n1, ys, H_s,
                                             away, FALSE)
                 if k_star < 0:
@@ -736,11 +729,7 @@ def _pass_kernel(structure_kind, elastic_net, shared):
                 continue
             # the atoms' weights follow the step (spec 002 §4, §10.3 pitfall 3); atoms whose
             # weight reaches 0 stay as cached corners with a cache, else they are dropped
-            if replace:  # the corner takes the slot, and the weight, of the dropped atom
-                for t in range(n0, n1):
-                    atom_y[t, k_star] = ys[t - n0]
-                dropped = NONE
-            elif pairwise:
+            if pairwise:
                 atom_w[i, k_star] += gamma
                 atom_w[i, away] -= gamma
                 dropped = away if gamma >= gamma_max else -1

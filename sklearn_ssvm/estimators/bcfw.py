@@ -87,11 +87,11 @@ class BCFWStructuredSVM(StructuredEstimator):
         evicted).
     max_active : int or None, default=64
         Cap on the labelings an example keeps with pairwise or away steps (at least
-        ``cache_size`` with the cache): the store grows to it while some example needs room,
-        then a labeling joining a full active set replaces the lightest one, whose dual weight
-        moves to it (Osokin et al. 2016's drop step, §10.3 of the spec). Bounds the memory of
-        the active sets to ``max_active * (4 * n_tokens + 8 * n_samples)`` bytes. ``None``:
-        no cap.
+        ``cache_size`` with the cache): the store grows to it while some example needs room;
+        at the cap a new labeling waits until a step drops one (a full set steps within itself,
+        from its worst labeling to its best, as Osokin et al. 2016's pairwise steps do). Bounds
+        the memory of the active sets to ``max_active * (4 * n_tokens + 8 * n_samples)`` bytes.
+        ``None``: no cap.
     coef_bounds : None, "positive_pairwise" or (lower, upper), default=None
         Box constraints on ``coef_`` (Osokin et al. 2016, App. H): ``"positive_pairwise"``
         keeps the label-interaction weights (transitions, label-pair tables) non-negative, as

@@ -615,8 +615,8 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
         Cap on the labelings a block keeps (its active set, and with ``cache`` its cached
         corners; ``max(max_active, cache_size)`` with a cache). The store starts at 8 per
         block (``cache_size`` with a cache) and doubles while some block fills it; at the cap,
-        a corner that must join a full active set replaces the lightest atom, whose weight
-        moves to it (the drop step of spec 002 §10.3). Memory is then at most
+        a corner that would join a full active set waits, and the block takes a pairwise step
+        from its worst active atom to its best, whose drops free slots. Memory is then at most
         ``cap * (n_label_variables * 4 + n * 8)`` bytes. None: no cap.
     bounds : (lower, upper) or None
         Box constraints ``lower <= w <= upper`` (scalars or arrays of ``n_params``, +-inf
