@@ -12,7 +12,8 @@ from sklearn_ssvm.marginals import (
     TRWBarrierFW, TRWFrankWolfe, TRWLocalPolytope, brute_force_marginals, edge_mutual_information,
     entropy_coefficients, frank_wolfe_trw, grid_edges, grid_marginals, initial_rho,
     marginal_error, max_weight_spanning_tree, random_complete_graph, random_grid, random_rbm,
-    rescale_weights, spanning_tree_edge_probs, trw_barrier_fw, trw_objective, update_delta)
+    rescale_weights, spanning_tree_edge_probs, trbp_log_partition, trw_barrier_fw, trw_objective,
+    update_delta)
 from sklearn_ssvm._kernels import mrf as K
 
 
@@ -470,6 +471,34 @@ def test_spanning_tree_probs():
     # zero weights neither disconnect nor zero out an edge
     rho0 = spanning_tree_edge_probs(6, edges, np.r_[0.0, w[1:]])
     assert np.isclose(rho0.sum(), 5) and rho0[0] > 0
+
+
+def test_sampled_spanning_tree_probs_lie_in_the_polytope(monkeypatch):
+    """The average of random spanning trees: in the spanning-tree polytope (its sum ``n -
+    components`` and ``sum_{e in S} rho_e <= |S| - 1`` over every node subset ``S``, checked by
+    enumeration), every coverable edge covered, the same ``rho`` for the same graph, TRW's bound
+    at it above the exact ``log Z``; ``initial_rho(mrf, "uniform")`` takes it on graphs larger
+    than ``EXACT_RHO_NODES``."""
+    from sklearn_ssvm.marginals import _spanning, sampled_spanning_tree_probs
+
+    edges = np.array([(0, 1), (1, 2), (2, 0), (2, 3), (3, 4), (4, 5), (5, 3), (1, 4), (1, 0),
+                      (6, 7), (7, 8), (8, 6), (5, 5)])  # a parallel edge, a triangle, a loop
+    rho = sampled_spanning_tree_probs(9, edges)
+    np.testing.assert_array_equal(rho, sampled_spanning_tree_probs(9, edges))
+    assert np.isclose(rho.sum(), 9 - 2) and np.all(rho[:8] > 0) and np.all(rho <= 1)
+    assert rho[8] > 0 and rho[12] == 0 and np.all(rho[9:12] > 0)
+    for size in range(2, 10):
+        for S in itertools.combinations(range(9), size):
+            inside = np.isin(edges, S).all(axis=1)
+            assert rho[inside].sum() <= size - 1 + 1e-12
+    rng = np.random.default_rng(3)
+    mrf = random_mrf(rng, 12, grid_edges(3, 4), max_states=2)
+    monkeypatch.setattr(_spanning, "EXACT_RHO_NODES", 11)
+    sampled = initial_rho(mrf, "uniform")
+    np.testing.assert_array_equal(sampled, sampled_spanning_tree_probs(12, mrf.edges))
+    assert not np.allclose(sampled, spanning_tree_edge_probs(12, mrf.edges))
+    bound, _, converged = trbp_log_partition(mrf, mrf.theta, sampled)
+    assert converged and bound >= enumerate_log_z(mrf)[0] - 1e-9
 
 
 def test_max_weight_spanning_tree():

@@ -14,18 +14,20 @@ from ._oracles import (AlphaExpansionMAP, AutoMAP, BestOfMAP, BruteForceMAP, Gra
 from ._solvers import (TRWFrankWolfe, frank_wolfe_trw, rescale_weights, trbp_log_partition,
                        trw_barrier_fw, trw_local_polytope, update_delta)
 from ._spanning import (edge_mutual_information, entropy_coefficients, initial_rho,
-                        matrix_tree_rho, max_weight_spanning_tree, spanning_tree_edge_probs,
-                        trw_objective)
+                        matrix_tree_rho, max_weight_spanning_tree, sampled_spanning_tree_probs,
+                        spanning_tree_edge_probs, trw_objective)
 
 __all__ = ["PairwiseMRF", "TRWBarrierFW", "TRWLocalPolytope", "TRWFrankWolfe",
            "frank_wolfe_trw", "trw_barrier_fw", "trw_local_polytope", "trbp_log_partition",
            "initial_rho",
            "update_delta", "rescale_weights",
-           "MAPResult", "TRWSMAP", "TRWSThenMILPMAP", "AlphaExpansionMAP", "AutoMAP", "BestOfMAP", "BruteForceMAP",
+           "MAPResult", "TRWSMAP", "TRWSThenMILPMAP", "AlphaExpansionMAP", "AutoMAP", "BestOfMAP",
+           "BruteForceMAP",
            "GraphCutMAP", "ICMMAP", "MaxProductMAP",
            "MILPMAP", "TreeMAP", "bmmf_topk", "graphcut_map", "graphcut_max_marginals",
            "project_submodular",
            "brute_force_marginals", "grid_marginals", "marginal_error",
            "grid_edges", "random_complete_graph", "random_grid", "random_rbm",
            "edge_mutual_information", "entropy_coefficients", "matrix_tree_rho",
-           "max_weight_spanning_tree", "spanning_tree_edge_probs", "trw_objective"]
+           "max_weight_spanning_tree", "sampled_spanning_tree_probs", "spanning_tree_edge_probs",
+           "trw_objective"]
