@@ -1,5 +1,7 @@
 """``python -m sklearn_ssvm --compile``: the common fits run, on small data, and say where their
-kernels are kept; a fit it does not know is refused by name."""
+kernels are kept; a fit it does not know is refused by name. The demo itself, in two passes."""
+import re
+
 import pytest
 
 from sklearn_ssvm.__main__ import main
@@ -31,3 +33,14 @@ def test_every_family_s_small_data_is_valid_for_its_structure():
     for family in families:
         problem = structures[family]().prepare(*small_data(family))
         assert problem.n_samples == len(small_data(family)[0])
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_the_demo_says_why_its_words_lack_their_first_letter(capsys):
+    """The OCR words are printed as the data set has them, without their first, capital
+    letter, and the demo says so (issue 49): truth and prediction have the same length."""
+    main(["--quiet", "--max-iter", "2"])
+    out = capsys.readouterr().out
+    assert "drops each word's first, capital letter" in out
+    pairs = re.findall(r"^ +([a-z]+) -> ([a-z]+)$", out, flags=re.MULTILINE)
+    assert len(pairs) == 8 and all(len(truth) == len(pred) for truth, pred in pairs)

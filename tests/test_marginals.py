@@ -68,16 +68,24 @@ def test_ising_convention_and_layout():
     np.testing.assert_allclose(mrf.uniform_marginals()[6:], 0.25)
 
 
-@pytest.mark.parametrize("bad", [
-    dict(edges=[(0, 0)]), dict(edges=[(0, 1), (1, 0)]), dict(edges=[(0, 5)]),
-    dict(node=[[0.0, np.inf], [0, 0]]), dict(edge=np.zeros((1, 2, 3)))])
-def test_mrf_validation(bad):
-    args = dict(edges=[(0, 1)], node=np.zeros((2, 2)), edge=np.zeros((1, 2, 2)))
+@pytest.mark.parametrize("bad, match", [
+    (dict(edges=[(0, 0)]), "self loops"), (dict(edges=[(0, 1), (1, 0)]), "same pair"),
+    (dict(edges=[(0, 5)]), "endpoints"),
+    (dict(node=[[0.0, np.inf], [0, 0]]), r"node_potentials\[0\] has non-finite"),
+    (dict(node=np.array([[0.0, 0], [0, 0], [np.nan, 0]])), r"node_potentials\[2\] has non-f"),
+    (dict(node=[np.zeros(2), np.zeros(3), np.zeros(2)]), r"node_potentials\[1\] must have"),
+    (dict(edge=np.zeros((1, 2, 3))), r"edge_potentials\[0\] must have shape"),
+    (dict(edges=[(0, 1), (1, 2)], edge=np.r_[np.zeros((1, 2, 2)), [[[0, 0], [np.inf, 0]]]]),
+     r"edge_potentials\[1\] has non-finite")])
+def test_mrf_validation(bad, match):
+    """Bad models are refused naming the table, whether the tables come as arrays (checked
+    whole) or as lists (checked one by one)."""
+    args = dict(edges=[(0, 1)], node=np.zeros((3, 2)), edge=np.zeros((1, 2, 2)))
     args.update(bad)
     n_edges = len(args["edges"])
     if "edge" not in bad:
         args["edge"] = np.zeros((n_edges, 2, 2))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=match):
         PairwiseMRF(2, args["edges"], args["node"], args["edge"])
 
 

@@ -58,6 +58,9 @@ class PairwiseMRF:
             edges = edges.reshape(0, 2)
         if edges.ndim != 2 or edges.shape[1] != 2:
             raise ValueError(f"edges must have shape (n_edges, 2), got {edges.shape}.")
+        # arrays are checked whole (a grid of 256 pixels took 5 ms per model when checked row
+        # by row); lists of tables, which may differ in size, one by one
+        node_arr = edge_arr = None
         if isinstance(node_potentials, np.ndarray) or not isinstance(node_potentials, list):
             node_arr = np.asarray(node_potentials, dtype=np.float64)
             if node_arr.ndim != 2:
@@ -78,7 +81,10 @@ class PairwiseMRF:
         n_states = n_states.astype(np.int64)
         if np.any(n_states < 1):
             raise ValueError("Every variable needs n_states >= 1.")
-        for i, t in enumerate(node_list):
+        whole_nodes = node_arr is not None and np.all(n_states == node_arr.shape[1])
+        for i in (np.flatnonzero(~np.isfinite(node_arr).all(axis=1))[:1] if whole_nodes
+                  else range(n_nodes)):  # whole: every shape holds, the first non-finite row
+            t = node_list[i]
             if t.shape != (n_states[i],):
                 raise ValueError(f"node_potentials[{i}] must have shape ({n_states[i]},), got "
                                  f"{t.shape}.")
@@ -102,11 +108,15 @@ class PairwiseMRF:
                 raise ValueError("edge_potentials must be a 3-d array (n_edges, S, S) or a list "
                                  "of 2-d arrays.")
             else:
+                edge_arr = arr
                 edge_list = list(arr)
         if len(edge_list) != len(edges):
             raise ValueError(f"edge_potentials must have one table per edge ({len(edges)}), got "
                              f"{len(edge_list)}.")
-        for e, t in enumerate(edge_list):
+        whole_edges = edge_arr is not None and np.all(n_states[edges] == edge_arr.shape[1:])
+        for e in (np.flatnonzero(~np.isfinite(edge_arr).all(axis=(1, 2)))[:1] if whole_edges
+                  else range(len(edges))):
+            t = edge_list[e]
             shape = (n_states[edges[e, 0]], n_states[edges[e, 1]])
             if t.shape != shape:
                 raise ValueError(f"edge_potentials[{e}] must have shape {shape}, got {t.shape}.")
@@ -121,8 +131,10 @@ class PairwiseMRF:
         self.edge_offsets = (self.node_offsets[-1]
                              + np.concatenate([[0], np.cumsum(sizes)])).astype(np.int64)
         self.dim = int(self.edge_offsets[-1])
-        self.theta = np.concatenate([t.ravel() for t in node_list + edge_list]
-                                    + [np.zeros(0)]).astype(np.float64)
+        self.theta = (np.concatenate([node_arr.ravel(), edge_arr.ravel()])
+                      if whole_nodes and whole_edges else
+                      np.concatenate([t.ravel() for t in node_list + edge_list]
+                                     + [np.zeros(0)]).astype(np.float64))
         # incidence lists (CSR) used by the kernels
         deg = np.bincount(edges.ravel(), minlength=n_nodes)
         self._inc_ptr = np.concatenate([[0], np.cumsum(deg)]).astype(np.int64)
