@@ -215,10 +215,12 @@ def _compiled_cut(unary, edges, tables, allowed):
     big = 1.0 + 2.0 * (np.abs(unary).sum() + np.abs(tables).sum())
     flipped = edges[:, 0] > edges[:, 1]
     tables = np.where(flipped[:, None, None], tables.transpose(0, 2, 1), tables)
-    pairs, inverse = np.unique(np.sort(edges, axis=1), axis=0, return_inverse=True)
-    merged = np.zeros((len(pairs), 2, 2))
+    p = unary.shape[0]
+    codes, inverse = np.unique(edges.min(axis=1) * p + edges.max(axis=1), return_inverse=True)
+    merged = np.zeros((len(codes), 2, 2))
     np.add.at(merged, inverse.ravel(), tables)
-    mrf = PairwiseMRF(2, pairs.reshape(-1, 2), np.where(allowed, unary, unary - big), merged)
+    pairs = np.stack([codes // p, codes % p], axis=1)
+    mrf = PairwiseMRF(2, pairs, np.where(allowed, unary, unary - big), merged)
     labeling = np.zeros(unary.shape[0], dtype=np.int64)
     if not binary_cut_map(mrf.theta, mrf.layout, labeling):
         raise ValueError("The edge tables are not submodular: a graph cut cannot decode them.")

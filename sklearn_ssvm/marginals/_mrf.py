@@ -95,8 +95,8 @@ class PairwiseMRF:
             raise ValueError(f"edges must have endpoints in 0..{n_nodes - 1}.")
         if np.any(edges[:, 0] == edges[:, 1]):
             raise ValueError("edges must not contain self loops.")
-        key = np.sort(edges, axis=1)
-        if len(np.unique(key, axis=0)) != len(key):
+        key = np.sort(edges.min(axis=1) * n_nodes + edges.max(axis=1))  # one int per pair
+        if np.any(key[1:] == key[:-1]):
             raise ValueError("edges must not contain the same pair twice; add the tables.")
         if isinstance(edge_potentials, list):
             edge_list = [np.asarray(t, dtype=np.float64) for t in edge_potentials]
