@@ -63,6 +63,29 @@ def test_bmrm_cv_picks_the_grid_searchs_alpha():
     assert "l1_ratios" not in cv.get_params() and "l1_ratios :" not in cv.__doc__
 
 
+class _HeavierL2(BMRMStructuredSVM):  # no docstring: the CV factory reads the parent's
+    def _penalty(self, alpha):
+        from sklearn_ssvm.penalties import ElasticNet
+        return ElasticNet.from_alpha(3.0 * alpha, 0.0)
+
+
+def test_cv_estimator_of_a_subclass_keeps_its_penalty():
+    """The CV estimator of an estimator subclassed outside the package with its own penalty
+    (issue 48): built without a docstring of its own, and its objectives are the subclass's
+    penalty's, not an elastic net rebuilt at ``l1_ratio_``."""
+    from sklearn_ssvm.model_selection._cv import _cross_validated
+
+    X, Y = tagged(np.random.default_rng(4), n=24)
+    cv = _cross_validated(_HeavierL2)(ChainCRF(), alphas=[1.0, 0.3], cv=KFold(2),
+                                      tol=1e-8).fit(X, Y)
+    plain = _HeavierL2(ChainCRF(), alpha=cv.alpha_, tol=1e-8).fit(X, Y)
+    assert abs(cv.primal_objective(X, Y) - plain.primal_objective(X, Y)) <= \
+        cv.duality_gap_ + plain.duality_gap_
+    coef = cv.coef_
+    assert cv.primal_objective(X, Y) == pytest.approx(
+        1.5 * cv.alpha_ * coef @ coef + cv.primal_objective(X, Y, alpha=1e-300), rel=1e-9)
+
+
 def test_smooth_cv_over_alphas_and_l1_ratios():
     X, Y = tagged(np.random.default_rng(1))
     est = SmoothSSVMClassifierCV(ChainCRF(), alphas=3, l1_ratios=[0.0, 0.5], cv=3,

@@ -16,7 +16,6 @@ from sklearn.model_selection import check_cv
 
 from .._validation import check_params
 from ..metrics import get_scorer
-from ..penalties import ElasticNet
 from ._path import _take
 from ..solvers._common import interruptible
 from ..estimators.base import n_examples
@@ -56,7 +55,10 @@ class _CrossValidated:
     """``fit`` of the CV estimators: the grid, the folds, the choice and the refit."""
 
     def _penalty(self, alpha):
-        return ElasticNet.from_alpha(alpha, self.l1_ratio_)
+        """The wrapped estimator's penalty at the chosen ``l1_ratio_`` (a subclass's own
+        penalty included: an elastic net built here would silently evaluate another
+        objective)."""
+        return _with_l1_ratio(self._wrapped(), self.l1_ratio_)._penalty(alpha)
 
     def _wrapped(self):
         """The plain estimator with this one's solver parameters."""
@@ -277,7 +279,7 @@ _CV_DOC = """
 def _parameter_docs(estimator_class, names):
     """The entries of ``estimator_class``'s docstring "Parameters" section for ``names``, in
     that order, indented for a class docstring (``_CV_DOC``'s ``{params}``)."""
-    lines = inspect.cleandoc(estimator_class.__doc__).splitlines()
+    lines = (inspect.getdoc(estimator_class) or "Parameters\n----------").splitlines()
     entries, name = {}, None
     for i in range(lines.index("Parameters") + 2, len(lines)):
         if i + 1 < len(lines) and lines[i + 1].strip() and not lines[i + 1].strip("-"):
@@ -288,7 +290,7 @@ def _parameter_docs(estimator_class, names):
             entries[name] = []
         if name is not None:
             entries[name].append(f"    {line}" if line else "")
-    return "\n".join("\n".join(entries[n]).rstrip() for n in names)
+    return "\n".join("\n".join(entries.get(n, [f"    {n}"])).rstrip() for n in names)
 
 
 def _cv_signature(estimator_class, defaults):
