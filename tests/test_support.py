@@ -101,6 +101,18 @@ def test_grid_path_for_every_solver(solver, request):
     assert np.all(np.isfinite(path.coefs_)) and path.coefs_.shape[0] == 2
 
 
+def test_an_undeclared_solver_name_is_refused_by_name():
+    """A name outside ``SOLVERS`` gets a ``ValueError`` listing the declared ones (issue 48's
+    newcomer met a bare ``KeyError``)."""
+    from sklearn_ssvm.penalties import ElasticNet
+    from sklearn_ssvm.solvers.capabilities import check_penalty, refusal
+
+    for call in (lambda: refusal("ssg", "compiled"),
+                 lambda: check_penalty("ssg", ElasticNet.from_alpha(0.1, 0.0))):
+        with pytest.raises(ValueError, match="No solver is declared as 'ssg'.*bcfw"):
+            call()
+
+
 def test_user_guide_table_is_generated():
     guide = (Path(__file__).parents[1] / "doc" / "user_guide.md").read_text()
     table = re.search(r"<!-- support table -->\n(.*?)\n<!-- end support table -->", guide,

@@ -181,11 +181,22 @@ def structure_kind(problem):
     return "binary_graph" if problem.constrained else "graph"
 
 
+def _declared(solver):
+    """``solver``'s :class:`Capabilities`: its own, or the declaration of a :data:`SOLVERS`
+    name (an undeclared name is refused by a ``ValueError`` listing the declared ones)."""
+    if isinstance(solver, Capabilities):
+        return solver
+    if solver not in SOLVERS:
+        raise ValueError(f"No solver is declared as {solver!r}: a solver declares its own "
+                         f"Capabilities, or is one of {', '.join(SOLVERS)}.")
+    return SOLVERS[solver]
+
+
 def refusal(solver, kind, options=(), structure=None):
     """The declared message refusing ``solver`` (a :data:`SOLVERS` name or a solver's own
     :class:`Capabilities`) on structures of ``kind`` (a compiled one named ``structure``, its
     class name, where known) with ``options``, or None when the cell is supported."""
-    caps = solver if isinstance(solver, Capabilities) else SOLVERS[solver]
+    caps = _declared(solver)
     if kind == "compiled" and caps.structures is not None and structure is not None:
         names, reason = caps.structures
         if structure not in names:
@@ -213,7 +224,7 @@ def check_penalty(solver, penalty):
     """Raise a ``ValueError`` when ``solver`` (a :data:`SOLVERS` name or a solver's own
     :class:`Capabilities`) does not take ``penalty`` (a
     :class:`~sklearn_ssvm.penalties.Penalty`), before any work."""
-    caps = solver if isinstance(solver, Capabilities) else SOLVERS[solver]
+    caps = _declared(solver)
     taken = caps.penalties == "any" or isinstance(penalty, ElasticNet) and (
         caps.penalties == "elastic_net" or penalty.l1 == 0 and penalty.p is None)
     if not taken:
