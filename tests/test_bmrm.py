@@ -26,7 +26,7 @@ def test_hadamard_sequence(d, lam):
                             max_iter=T, inner_tol=1e-12)
         assert res.n_iter == T
         if T > 1:  # w_0 = 0 has J = 0 and stays the best iterate
-            np.testing.assert_allclose(res.cuts, h[:T], atol=1e-12)
+            np.testing.assert_allclose(np.vstack(res.cuts), h[:T], atol=1e-12)
     res = bundle_method(pieces_oracle(pieces, offsets), np.zeros(d), lam, tol=0.0, max_iter=d,
                         inner_tol=1e-12)
     np.testing.assert_allclose(_column(res.history, "dual_objective"), -1 / (2 * lam * t),
@@ -41,6 +41,30 @@ def test_hadamard_sequence(d, lam):
         run = bundle_method(pieces_oracle(pieces, offsets), np.zeros(d), lam,
                             tol=eps * (1 + 1e-9), max_iter=d, inner_tol=1e-12)
         assert run.n_iter == int(np.ceil(1 / (2 * lam * eps) - 1e-9))
+
+
+@pytest.mark.parametrize("variant", ["qp", "ls"])
+def test_warm_start_from_blocks_equals_the_matrix_and_keeps_the_earlier_bundle(variant):
+    """A bundle of more than one block of cuts (the model's storage, returned uncopied) warm
+    starts a run as its matrix of rows does, to the bit, and twice from the same bundle: the
+    later runs adopt its full blocks but write none of its rows."""
+    pieces, offsets = make_hadamard_bmrm(64)
+    oracle = pieces_oracle(pieces, offsets)
+    first = bundle_method(oracle, np.zeros(64), 0.1, variant=variant, tol=0.0, max_iter=37)
+    kept = np.vstack(first.cuts).copy()
+    if variant == "qp":
+        assert [block.shape[0] for block in first.cuts] == [16, 16, 5]
+    runs = [bundle_method(oracle, first.coef, 0.05, variant=variant, tol=0.0, max_iter=9,
+                          cuts=cuts, offsets=first.offsets)
+            for cuts in (first.cuts, first.cuts, np.vstack(first.cuts))]
+    for run in runs[1:]:
+        assert np.array_equal(run.coef, runs[0].coef)
+        assert np.array_equal(np.vstack(run.cuts), np.vstack(runs[0].cuts))
+    assert np.array_equal(np.vstack(first.cuts), kept)
+    n_cuts = kept.shape[0]
+    with pytest.raises(ValueError, match=f"{n_cuts} cuts and {n_cuts + 1} offsets"):
+        bundle_method(oracle, first.coef, 0.05, variant=variant, cuts=first.cuts,
+                      offsets=np.append(first.offsets, 0.0))
 
 
 def test_hadamard_paper_instance_stops_after_two_iterations():
@@ -137,7 +161,7 @@ def test_binary_agrees_with_structure_and_liblinear():
 def test_estimator_warm_start_reuses_the_bundle():
     structure, X, Y = _multiclass_problem()
     est = BMRMStructuredSVM(structure, alpha=0.05, tol=1e-5).fit(X, Y)
-    assert est.bundle_[0].shape == (est.n_iter_, est.coef_.shape[0])
+    assert np.vstack(est.bundle_[0]).shape == (est.n_iter_, est.coef_.shape[0])
     cold = BMRMStructuredSVM(structure, alpha=0.02, tol=1e-5).fit(X, Y)
     est.set_params(alpha=0.02, warm_start=True).fit(X, Y)
     assert est.converged_ and cold.converged_

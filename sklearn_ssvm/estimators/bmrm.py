@@ -93,8 +93,10 @@ class BMRMStructuredSVM(StructuredEstimator):
         (:data:`~sklearn_ssvm.solvers.result.HISTORY_COLUMNS`): ``iter``, ``objective`` (``J``
         at the point of the ``t``-th cut, ``w_{t-1}``), ``dual_objective`` (the model's lower
         bound), ``gap``, ``oracle_calls`` (cuts), ``time``, ``cpu_time``.
-    bundle_ : tuple of ndarray
-        ``(cuts, offsets)`` of the model (ls-bmrm: the aggregated cut), for ``warm_start``.
+    bundle_ : tuple
+        ``(cuts, offsets)`` of the model (ls-bmrm: the aggregated cut), for ``warm_start``:
+        the cuts as the fit kept them, a list of blocks of rows (``np.vstack(cuts)`` is the
+        ``(n_cuts, n_params)`` matrix), and an ndarray of their offsets.
     """
 
     _parameter_constraints = {

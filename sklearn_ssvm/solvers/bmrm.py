@@ -45,13 +45,16 @@ class BMRMResult(SolverResult):
 
     Attributes
     ----------
-    cuts, offsets : ndarray
-        The bundle (rows ``a_i`` and offsets ``b_i``; ls-bmrm keeps its aggregated cut only).
-        Every cut lower-bounds ``R_emp`` whatever ``alpha``, so a later run on the same data
-        can start from it.
+    cuts : list of ndarray
+        The bundle's rows ``a_i`` in blocks of at most :data:`CUT_ROWS` rows each, as the
+        model kept them (``np.vstack(cuts)`` is the matrix; joining them would copy every cut
+        at the end of a fit); ls-bmrm keeps its aggregated cut only.
+    offsets : ndarray
+        The offsets ``b_i``. Every cut lower-bounds ``R_emp`` whatever ``alpha``, so a later
+        run on the same data can start from the bundle.
     """
 
-    cuts: np.ndarray
+    cuts: list
     offsets: np.ndarray
 
 
@@ -59,13 +62,15 @@ class _QPModel:
     """qp-bmrm's model: every cut, their Gram matrix, and the simplex QP (10) over them.
 
     The cuts are kept in blocks of :data:`CUT_ROWS` rows, so that a new block never copies the
-    earlier ones. The products with the cuts (a new column of the Gram matrix, the combination
-    ``v = A^T dual``) run on the threads of ``use_threads``, each entry added in one fixed
-    order: the same bits on any number of threads.
+    earlier ones, nor does the bundle a fit returns; a warm start adopts the full blocks of
+    the earlier bundle, which no model writes again, and copies the rows of its last one. The
+    products with the cuts (a new column of the Gram matrix, the combination ``v = A^T dual``)
+    run on the threads of ``use_threads``, each entry added in one fixed order: the same bits
+    on any number of threads.
     """
 
     def __init__(self, n_params, cuts, offsets, alpha):
-        capacity = max(16, 2 * cuts.shape[0])
+        capacity = max(16, 2 * offsets.shape[0])
         self.n_params = n_params
         self.blocks = []
         self.b = np.zeros(capacity)
@@ -73,8 +78,12 @@ class _QPModel:
         self.dual = np.zeros(capacity)
         self.t = 0
         self.alpha = alpha
-        for a, b in zip(cuts, offsets):
-            self._append(a, b)
+        for block in cuts:
+            adopt = block.shape[0] == CUT_ROWS and self.t % CUT_ROWS == 0
+            if adopt:
+                self.blocks.append(block)
+            for a in block:
+                self._append(a, offsets[self.t], stored=adopt)
         if self.t:
             self.dual[:self.t] = 1.0 / self.t
 
@@ -83,7 +92,7 @@ class _QPModel:
         return [(k * CUT_ROWS, block[:self.t - k * CUT_ROWS])
                 for k, block in enumerate(self.blocks)]
 
-    def _append(self, a, b):
+    def _append(self, a, b, stored=False):
         t = self.t
         if t == self.b.shape[0]:  # double the room of the small arrays
             grow = self.b.shape[0]
@@ -94,7 +103,8 @@ class _QPModel:
             self.K = K
         if t == len(self.blocks) * CUT_ROWS:
             self.blocks.append(np.empty((CUT_ROWS, self.n_params)))
-        self.blocks[-1][t % CUT_ROWS] = a
+        if not stored:  # else ``a`` is already that row (of an adopted block)
+            self.blocks[-1][t % CUT_ROWS] = a
         self.b[t] = b
         self.t = t + 1
         column = self.K[t, :t + 1]
@@ -125,8 +135,7 @@ class _QPModel:
         return -v / self.alpha, offset - v @ v / (2.0 * self.alpha)
 
     def bundle(self):
-        cuts = np.concatenate(self.blocks) if self.blocks else np.zeros((0, self.n_params))
-        return cuts[:self.t], self.b[:self.t].copy()
+        return [rows for _, rows in self._rows()], self.b[:self.t].copy()
 
 
 class _LineSearchModel:
@@ -135,8 +144,9 @@ class _LineSearchModel:
 
     def __init__(self, n_params, cuts, offsets, alpha):
         self.alpha = alpha
-        if cuts.shape[0]:  # a convex combination of valid cuts is a valid cut
-            self.v, self.beta = cuts.mean(axis=0), float(offsets.mean())
+        if offsets.shape[0]:  # a convex combination of valid cuts is a valid cut
+            self.v = sum(block.sum(axis=0) for block in cuts) / offsets.shape[0]
+            self.beta = float(offsets.mean())
         else:
             self.v, self.beta = None, 0.0
 
@@ -154,7 +164,7 @@ class _LineSearchModel:
         return -self.v / self.alpha, self.beta - self.v @ self.v / (2.0 * self.alpha)
 
     def bundle(self):
-        return self.v[None].copy(), np.array([self.beta])
+        return [self.v[None].copy()], np.array([self.beta])
 
 
 def bundle_method(oracle, coef0, alpha, *, variant="qp", tol=1e-3, max_iter=1000, cuts=None,
@@ -178,8 +188,11 @@ def bundle_method(oracle, coef0, alpha, *, variant="qp", tol=1e-3, max_iter=1000
         Stop when ``eps_t = min_t' J(w_t') - J_t(w_t) <= tol``.
     max_iter : int
         Maximum number of oracle calls.
-    cuts, offsets : ndarray or None
-        A bundle from an earlier run on the same risk (``BMRMResult.cuts``, ``.offsets``).
+    cuts : list of ndarray, ndarray or None
+        The cuts of an earlier run on the same risk (``BMRMResult.cuts``: blocks of rows, or
+        one matrix of rows).
+    offsets : ndarray or None
+        Their offsets (``BMRMResult.offsets``).
     inner_tol : float or None
         Accuracy (on the scale of ``J``) to which qp-bmrm solves its model QP; None: 1% of the
         current gap, at least ``tol / 1000``. The lower bound is valid at any accuracy.
@@ -198,8 +211,12 @@ def bundle_method(oracle, coef0, alpha, *, variant="qp", tol=1e-3, max_iter=1000
         raise ValueError(f"alpha must be > 0, got {alpha!r}.")
     w = np.array(coef0, dtype=float)
     n_params = w.shape[0]
-    cuts = np.zeros((0, n_params)) if cuts is None else np.asarray(cuts, dtype=float)
+    cuts = [] if cuts is None else [cuts] if isinstance(cuts, np.ndarray) else list(cuts)
+    cuts = [np.ascontiguousarray(block, dtype=float).reshape(-1, n_params) for block in cuts]
     offsets = np.zeros(0) if offsets is None else np.asarray(offsets, dtype=float)
+    if sum(block.shape[0] for block in cuts) != offsets.shape[0]:
+        raise ValueError(f"the bundle has {sum(block.shape[0] for block in cuts)} cuts and "
+                         f"{offsets.shape[0]} offsets.")
     model = (_QPModel(n_params, cuts, offsets, alpha) if variant == "qp"
              else _LineSearchModel(n_params, cuts, offsets, alpha))
     clock = Clock()
@@ -270,8 +287,9 @@ def bmrm(problem, penalty, *, variant="qp", tol=1e-3, max_iter=1000, init=None, 
         Maximum number of oracle passes over the data.
     init : ndarray or None
         ``w_0`` (default 0).
-    cuts, offsets : ndarray or None
-        Bundle of an earlier run on the same data (valid for any ``alpha``).
+    cuts, offsets : list of ndarray, ndarray or None
+        Bundle of an earlier run on the same data (``BMRMResult.cuts``, ``.offsets``; valid
+        for any ``alpha``).
     n_jobs : int or None
         Threads of the sums over the examples and of the products with the cuts: the
         iterates are the same to the bit for any number.
