@@ -4,6 +4,7 @@ partitions and workers; the sums equal an independent computation to rounding; a
 partition is sent again and the fit goes on, the same to the bit."""
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from _cluster import fit_losing_a_worker
 
@@ -98,7 +99,14 @@ def problems():
     Xm = rng.normal(size=(1200, 6))
     multilabel = MultiLabel().prepare(Xm, (Xm[:, :3] + rng.normal(size=(1200, 3)) > 0).astype(int))
     weighted = chain.with_sample_weight(rng.uniform(0.5, 2.0, chain.n_samples))
-    return {"chain": chain, "multilabel": multilabel, "weighted chain": weighted}
+    # sparse tokens of many features: each chunk has its own subset of them, and the threads'
+    # row-by-row sums run over several blocks of features (sums.COLUMN_BLOCK)
+    Xs = [sp.random(int(rng.integers(1, 5)), 700, density=0.004, format="csr", random_state=i)
+          for i in range(2600)]
+    Ys = [rng.integers(0, 3, x.shape[0]) for x in Xs]
+    sparse = ChainCRF().prepare(Xs, Ys)
+    return {"chain": chain, "multilabel": multilabel, "weighted chain": weighted,
+            "sparse chain": sparse}
 
 
 def parts_by_hand(problem, n_partitions, coef, smoothing, reduce=False):
@@ -111,8 +119,9 @@ def parts_by_hand(problem, n_partitions, coef, smoothing, reduce=False):
         idx = np.arange(lo * sums.CHUNK, min(hi * sums.CHUNK, problem.n_samples))
         sub = problem.subset(idx)
         sub.sample_weight = problem.sample_weight[idx]
-        leaves = sums._Part(sub, lo, problem.n_samples).smoothed(coef, smoothing, True)
-        partitions.append(sums._merged(leaves, [], total))
+        part = sums._Part(sub, lo, problem.n_samples)
+        partitions.append(sums._merged(part.leaves(*part.smoothed(coef, smoothing, True)), [],
+                                       total))
     if reduce:
         while len(partitions) > 1:
             partitions[-2:] = [sums._merged(partitions[-2], partitions[-1], total)]
@@ -120,7 +129,7 @@ def parts_by_hand(problem, n_partitions, coef, smoothing, reduce=False):
                           (problem.n_features, problem.n_codes, problem.n_pair))
 
 
-@pytest.mark.parametrize("name", ["chain", "multilabel", "weighted chain"])
+@pytest.mark.parametrize("name", ["chain", "multilabel", "weighted chain", "sparse chain"])
 @pytest.mark.parametrize("smoothing", [Smoothing(ENTROPY, 1, 0.5), Smoothing(NONE, 1, 0.0)],
                          ids=["entropy", "max"])
 def test_sums_equal_the_direct_sums_and_do_not_depend_on_the_split(name, smoothing):

@@ -8,8 +8,8 @@ are added in token order (:func:`chunk_sums`, :func:`gradient_terms`, :func:`chu
 and the chunks' sums are combined along the dyadic tree over the chunk indices
 (``V(node) = V(left) + V(right)``, an empty subtree adding nothing: a sum that starts at
 ``+0.0`` is never ``-0.0``, so adding a zero changes no bit; :func:`tree_rows`,
-:func:`add_sparse_rows`). However the chunks are split over threads or workers, the same
-additions are made.
+:func:`add_sparse_rows`; or row by row, :func:`tree_columns`). However the chunks are split
+over threads or workers, the same additions are made.
 """
 import numpy as np
 from numba import njit
@@ -36,43 +36,82 @@ def join_level(a, b):
 
 
 @njit(cache=True, nogil=True)
-def _push(stack, levels, depth, h):
-    """Combine the pending nodes that join below level ``h`` (before a node that joins the last
-    one at ``h``); returns the new depth, where that node goes."""
-    while depth >= 2 and levels[depth - 1] < h:
-        stack[depth - 2] += stack[depth - 1]
-        depth -= 1
-    levels[depth] = h
-    return depth
+def _add_row(stack, j, d, depth):
+    """``stack[j, d] += stack[j, depth]``, entry by entry (no array views: the per-feature
+    sums push hundreds of thousands of short rows)."""
+    for q in range(stack.shape[2]):
+        stack[j, d, q] += stack[j, depth, q]
 
 
 @njit(cache=True, nogil=True)
-def _collapse(stack, depth):
-    """Combine the pending nodes (their levels rise towards the bottom) into row 0; returns 0,
-    or -1 when nothing was pushed."""
-    if depth == 0:
-        return -1
-    while depth >= 2:
-        stack[depth - 2] += stack[depth - 1]
+def _push_row(stack, levels, j, depth, last, position, rows, r):
+    """Push ``rows[r]``, the row of the aligned node at chunk index ``position``, onto stack
+    ``j`` of pending nodes (``stack[j, :depth]``, their levels ``levels[j]``), whose last node
+    is at ``last`` (negative: none): first the pending nodes that join below the new node's
+    level with the last one are combined. Returns the new depth."""
+    h = MAX_LEVELS if last < 0 else join_level(last, position)
+    while depth >= 2 and levels[j, depth - 1] < h:
+        _add_row(stack, j, depth - 2, depth - 1)
         depth -= 1
-    return 0
+    levels[j, depth] = h
+    for q in range(stack.shape[2]):
+        stack[j, depth, q] = rows[r, q]
+    return depth + 1
+
+
+@njit(cache=True, nogil=True)
+def _collapse_into(stack, j, depth, out):
+    """``out = `` the pending nodes of stack ``j`` combined (their levels rise towards the
+    bottom); zeros when nothing was pushed."""
+    while depth >= 2:
+        _add_row(stack, j, depth - 2, depth - 1)
+        depth -= 1
+    for q in range(out.shape[0]):
+        out[q] = stack[j, 0, q] if depth else 0.0
 
 
 @njit(cache=True, nogil=True)
 def tree_rows(positions, rows, out):
     """``out = `` the tree sum of ``rows`` (one per node, at the increasing chunk indices
     ``positions`` of aligned tree nodes); zeros when there are none."""
-    stack = np.empty((max(1, min(MAX_LEVELS, rows.shape[0])), rows.shape[1]))  # rows: wide
-    levels = np.zeros(MAX_LEVELS, dtype=np.int64)
+    stack = np.empty((1, max(1, min(MAX_LEVELS, rows.shape[0])), rows.shape[1]))  # rows: wide
+    levels = np.zeros((1, MAX_LEVELS), dtype=np.int64)
     depth = 0
     for k in range(rows.shape[0]):
-        h = MAX_LEVELS if k == 0 else join_level(positions[k - 1], positions[k])
-        depth = _push(stack, levels, depth, h)
-        stack[depth] = rows[k]
-        depth += 1
-    out[:] = 0.0
-    if _collapse(stack, depth) == 0:
-        out[:] = stack[0]
+        depth = _push_row(stack, levels, 0, depth, positions[k - 1] if k else -1, positions[k],
+                          rows, k)
+    _collapse_into(stack, 0, depth, out)
+
+
+@njit(cache=True, nogil=True)
+def tree_columns(features, starts, touched, rows, width, depth_max, out, lo, hi):
+    """``out[f] = `` the tree sum of feature ``f``'s rows over the chunks that have it (the
+    chunks' leaves at chunk indices ``0, 1, ...``), for the features of the blocks ``lo..hi-1``
+    of ``width`` features: the additions of joining the chunks' nodes along the tree
+    (:func:`add_sparse_rows`), with no node made.
+
+    ``rows[r]`` is the emission row of feature ``features[r]`` in its chunk, the chunks' rows
+    one after the other, each chunk's by increasing feature; a row not ``touched`` is zero and
+    left out. ``starts[c, b]`` is chunk ``c``'s first row of a feature of block ``b`` or later,
+    so a block reads one run of rows per chunk, chunk after chunk, and keeps a stack of
+    ``depth_max`` pending nodes per feature (at least the tree's levels plus one).
+    """
+    stack = np.empty((width, depth_max, rows.shape[1]))
+    levels = np.zeros((width, MAX_LEVELS), dtype=np.int64)
+    depth = np.zeros(width, dtype=np.int64)
+    last = np.empty(width, dtype=np.int64)
+    for b in range(lo, hi):
+        f0 = b * width
+        depth[:] = 0
+        last[:] = -1
+        for c in range(starts.shape[0]):
+            for r in range(starts[c, b], starts[c, b + 1]):
+                if touched[r]:
+                    j = features[r] - f0
+                    depth[j] = _push_row(stack, levels, j, depth[j], last[j], c, rows, r)
+                    last[j] = c
+        for j in range(min(width, out.shape[0] - f0)):
+            _collapse_into(stack, j, depth[j], out[f0 + j])
 
 
 @njit(cache=True, nogil=True)
@@ -182,7 +221,6 @@ def combine_rows(A, coefs, out, lo, hi):
             a = A[s]
             for k in range(b, e):
                 out[k] += c * a[k]
-
 
 
 @njit(cache=True, nogil=True)

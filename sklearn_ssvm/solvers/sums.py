@@ -10,9 +10,11 @@ Both add in one fixed order: chunks of :data:`CHUNK` consecutive examples, each 
 added in token order (``_kernels/reduce.py``), the chunks' sums combined along the dyadic tree
 over their indices. A sum is carried as *nodes* of that tree (``first`` chunk, ``size``, the
 sums): a chunk is a leaf, two siblings join into their parent (:func:`_merged`, the same
-additions wherever it runs), and :func:`_assemble` combines what is left. Threads and workers
-only change where the nodes are computed and joined: the iterates are the same to the bit for
-any number of threads, workers or partitions.
+additions wherever it runs), and :func:`_assemble` combines what is left. On one process no
+node is made: :class:`ThreadSums` combines the chunks' sums row by row along the same tree
+(``tree_rows``, ``tree_columns``), the same additions. Threads and workers only change where
+the sums are computed and joined: the iterates are the same to the bit for any number of
+threads, workers or partitions.
 """
 import time
 from abc import ABC, abstractmethod
@@ -21,8 +23,8 @@ from concurrent.futures import CancelledError, ThreadPoolExecutor
 import numpy as np
 
 from .._kernels.reduce import (add_sparse_rows, chunk_columns, chunk_sums, gradient_terms,
-                               tree_rows)
-from .._kernels.threads import n_threads
+                               tree_columns, tree_rows)
+from .._kernels.threads import n_threads, run_chunks
 from ._common import dense_oracles
 from .smooth import full_gradient
 
@@ -37,6 +39,10 @@ CHUNK = 256
 #: waiting ``RETRY_WAIT`` seconds times the attempt's number first
 RETRIES = 3
 RETRY_WAIT = 1.0
+
+#: features per block of the threads' row-by-row tree sums: a block's pending rows stay in the
+#: cache (CoNLL-2000: 256 x 7 x 22 floats, 315 kB)
+COLUMN_BLOCK = 256
 
 
 def n_chunks(n):
@@ -61,8 +67,9 @@ class _Part:
 
     ``first_chunk`` places its chunks in the whole data's tree; ``n_total`` is the number of
     examples of the whole data (each term's share is ``1 / n_total``). Each chunk's features
-    are listed once (``features``), and each non-zero of the token matrix knows its row in
-    them (``slots``).
+    are listed once (``features``), its emission rows are the rows ``row_off[c]..row_off[c+1]-1``
+    of one buffer, and each non-zero of the token matrix knows its row in its chunk's
+    (``slots``).
     """
 
     def __init__(self, problem, first_chunk, n_total):
@@ -75,50 +82,64 @@ class _Part:
             self.chunk_tokens = np.append(self.chunk_tokens, problem.tok_offsets[-1])
         nnz = problem.indptr[self.chunk_tokens]
         self.slots = np.empty(problem.indptr[-1], dtype=np.int64)
-        self.features = []
-        for c in range(self.n_chunks):
-            self.features.append(np.unique(problem.indices[nnz[c]:nnz[c + 1]]))
+        self.features = [None] * self.n_chunks
+
+        def index(c):  # numpy's sorts and searches release the GIL
+            self.features[c] = np.unique(problem.indices[nnz[c]:nnz[c + 1]])
             self.slots[nnz[c]:nnz[c + 1]] = np.searchsorted(
                 self.features[c], problem.indices[nnz[c]:nnz[c + 1]])
+        _on_threads(index, self.n_chunks)
+        self.row_off = np.concatenate([[0], np.cumsum([f.shape[0] for f in self.features])])
+        self.rows = None  # the emission rows' buffer, made at the first gradient and kept
 
     def smoothed(self, coef, smoothing, gradient):
-        """The leaves of the smoothed losses at ``coef``: each chunk's ``small`` holds its sum
-        of the losses and, with ``gradient``, of the expected losses and the pairwise part of
-        the gradient; ``W`` its emission part, ``(rows, values)`` on the chunk's features."""
+        """The chunks' sums of the smoothed losses at ``coef``: ``(small, emission)``, row ``c``
+        of ``small`` chunk ``c``'s sum of the losses and, with ``gradient``, of the expected
+        losses and the pairwise part of the gradient; ``emission`` (None without ``gradient``)
+        its emission part, ``(rows, touched)``: chunk ``c``'s rows ``row_off[c]..`` on its
+        features, those no active token touched flagged off (zero rows)."""
         p = self.problem
         values, M, Q = p.smoothed_losses(coef, smoothing.code, smoothing.mu, smoothing.K)
         if not gradient:
-            return self._leaves(self._sums(values)[:, None])
+            return self._sums(values)[:, None], None
         ell = np.empty(p.n_samples)
         active = np.empty(p.tok_offsets[-1], dtype=np.bool_)
         pairs = np.empty((self.n_chunks, p.n_pair))
         _on_threads(lambda c: gradient_terms(p.packed(), M, Q, p.sample_weight, self.scale, CHUNK,
                                              ell, active, pairs, c, c + 1), self.n_chunks)
-        leaves = self._leaves(np.column_stack([self._sums(values), self._sums(ell), pairs]))
+        if self.rows is None:
+            self.rows = np.empty((self.row_off[-1], p.n_codes))
+        touched = np.empty(self.row_off[-1], dtype=np.bool_)
 
-        def rows(c):  # the rows no active token touched are zero: left out (adding 0 is exact)
-            W = np.empty((self.features[c].shape[0], p.n_codes))
-            touched = np.empty(W.shape[0], dtype=np.bool_)
+        def rows(c):
+            span = slice(self.row_off[c], self.row_off[c + 1])
             chunk_columns(p.indptr, p.data, self.slots, self.chunk_tokens[c],
-                          self.chunk_tokens[c + 1], active, M, W, touched)
-            leaves[c]["W"] = ((self.features[c], W) if touched.all()
-                              else (self.features[c][touched], W[touched]))
+                          self.chunk_tokens[c + 1], active, M, self.rows[span], touched[span])
         _on_threads(rows, self.n_chunks)
-        return leaves
+        return np.column_stack([self._sums(values), self._sums(ell), pairs]), (self.rows, touched)
 
     def hinge(self, coef):
-        """The leaves of the structured hinge losses at ``coef`` (their sums in ``small``)."""
+        """The chunks' sums of the structured hinge losses at ``coef``: ``(small, None)``."""
         _, values, true_scores, _ = self.problem.run_oracle(coef, True)
-        return self._leaves(self._sums(values - true_scores)[:, None])
+        return self._sums(values - true_scores)[:, None], None
+
+    def leaves(self, small, emission):
+        """The sums as the leaves of the tree: a node per chunk, its emission rows (``W``, on
+        its own arrays) those some active token touched (the others are zero: left out, as
+        adding 0 is exact)."""
+        leaves = [{"first": self.first_chunk + c, "size": 1, "small": small[c]}
+                  for c in range(self.n_chunks)]
+        if emission is not None:
+            rows, touched = emission
+            for c, leaf in enumerate(leaves):
+                span = slice(self.row_off[c], self.row_off[c + 1])
+                leaf["W"] = (self.features[c][touched[span]], rows[span][touched[span]])
+        return leaves
 
     def _sums(self, x):
         out = np.empty(self.n_chunks)
         chunk_sums(x, self.problem.sample_weight, CHUNK, out)
         return out
-
-    def _leaves(self, rows):
-        return [{"first": self.first_chunk + c, "size": 1, "small": rows[c]}
-                for c in range(self.n_chunks)]
 
 
 def _on_threads(function, n):
@@ -243,34 +264,47 @@ class ExampleSums(ABC):
 
 class ThreadSums(ExampleSums):
     """The sums in this process, on the threads of ``use_threads`` (``n_jobs``): the chunks'
-    leaves computed on the threads, joined pairwise on them too. Graph structures, whose
-    oracles run from Python, sum their dense per-example gradients."""
+    sums computed on the threads, then combined along the tree row by row, each emission row
+    from its chunks' rows (:func:`~sklearn_ssvm._kernels.reduce.tree_columns`, over ranges of
+    features on the threads): the additions of the nodes' joins, with no node made. Graph
+    structures, whose oracles run from Python, sum their dense per-example gradients."""
 
     def __init__(self, problem):
         self.problem = problem
         self.part = None if dense_oracles(problem) else _Part(problem, 0, problem.n_samples)
+        if self.part is not None:  # where each block of features starts in each chunk's rows
+            part = self.part
+            blocks = np.arange(0, problem.n_features + COLUMN_BLOCK, COLUMN_BLOCK)
+            self.starts = np.array([off + np.searchsorted(features, blocks) for off, features
+                                    in zip(part.row_off, part.features)]).reshape(-1, blocks.size)
+            self.features = (np.concatenate(part.features) if part.features
+                             else np.zeros(0, dtype=np.int64))
+            self.depth = _span(part.n_chunks).bit_length() + 1
 
-    def _reduced(self, leaves):
-        total = n_chunks(self.problem.n_samples)
-        threads = min(n_threads(), len(leaves) // 2)
-        if threads <= 1:
-            return _reduced([[leaf] for leaf in leaves], total)
-        with ThreadPoolExecutor(threads) as pool:
-            return _reduced([[leaf] for leaf in leaves], total,
-                            lambda pairs: list(pool.map(lambda ab: _merged(*ab, total), pairs)))
+    def _combined(self, small, emission):
+        p = self.problem
+        sums = np.empty(small.shape[1])
+        tree_rows(np.arange(small.shape[0]), small, sums)
+        if emission is None:
+            return sums[0] / p.n_samples
+        grad = np.empty(p.n_params)
+        grad[p.n_features * p.n_codes:] = sums[2:]
+        run_chunks(tree_columns, self.starts.shape[1] - 1, self.features, self.starts,
+                   emission[1], emission[0], COLUMN_BLOCK, self.depth,
+                   grad[:p.n_features * p.n_codes].reshape(p.n_features, p.n_codes))
+        return sums[0] / p.n_samples, grad, sums[1] / p.n_samples
 
     def smoothed(self, coef, smoothing, gradient=True):
         p = self.problem
         if self.part is None:
             fg = full_gradient(p, coef, smoothing)
             return (fg.value, fg.grad, fg.dual_loss) if gradient else fg.value
-        return _assemble(self._reduced(self.part.smoothed(coef, smoothing, gradient)),
-                         p.n_samples, (p.n_features, p.n_codes, p.n_pair))
+        return self._combined(*self.part.smoothed(coef, smoothing, gradient))
 
     def hinge(self, coef):
         if self.part is None:
             return self.problem.weighted_mean(self.problem.hinge_losses(coef))
-        return _assemble(self._reduced(self.part.hinge(coef)), self.problem.n_samples, None)
+        return self._combined(*self.part.hinge(coef))
 
 
 def _new_part(problem, first_chunk, n_total):
@@ -278,11 +312,11 @@ def _new_part(problem, first_chunk, n_total):
 
 
 def _part_smoothed(part, coef, total, smoothing, gradient):
-    return _merged(part.smoothed(coef, smoothing, gradient), [], total)
+    return _merged(part.leaves(*part.smoothed(coef, smoothing, gradient)), [], total)
 
 
 def _part_hinge(part, coef, total):
-    return _merged(part.hinge(coef), [], total)
+    return _merged(part.leaves(*part.hinge(coef)), [], total)
 
 
 class ClusterSums(ExampleSums):
