@@ -59,9 +59,9 @@ def main():
     parser.add_argument("--workers", nargs="+", type=int, default=[8, 16, 32, 64, 128, 256])
     parser.add_argument("--links", nargs="+", type=float, default=[1, 10])
     parser.add_argument("--replicas", nargs="+", type=int, default=[1, 10, 100, 1000])
-    parser.add_argument("--bmrm-iter", type=float, default=0.51,
+    parser.add_argument("--bmrm-iter", type=float, default=0.32,
                         help="seconds of one BMRM iteration's sums at 1x, one thread")
-    parser.add_argument("--agm-iter", type=float, default=2.8,
+    parser.add_argument("--agm-iter", type=float, default=1.86,
                         help="seconds of one AGM iteration's sums at 1x, one thread")
     parser.add_argument("--bcfw-pass", type=float, default=0.35,
                         help="seconds of one BCFW pass at 1x, checks included")

@@ -109,10 +109,30 @@ def problems():
             "sparse chain": sparse}
 
 
+def leaves(part, small, emission):
+    """A part's chunks as the leaves of the tree, each with its touched emission rows."""
+    rows, touched = emission
+    out = []
+    for c in range(part.n_chunks):
+        span = slice(part.row_off[c], part.row_off[c + 1])
+        out.append({"first": part.first_chunk + c, "size": 1, "small": small[c],
+                    "W": (part.features[c][touched[span]], rows[span][touched[span]])})
+    return out
+
+
+def same_nodes(a, b):
+    """Two lists of nodes, the same to the bit."""
+    assert [(x["first"], x["size"]) for x in a] == [(x["first"], x["size"]) for x in b]
+    for x, y in zip(a, b):
+        assert np.array_equal(x["small"], y["small"])
+        assert np.array_equal(x["W"][0], y["W"][0]) and np.array_equal(x["W"][1], y["W"][1])
+
+
 def parts_by_hand(problem, n_partitions, coef, smoothing, reduce=False):
     """What the workers of :class:`~sklearn_ssvm.solvers.sums.ClusterSums` compute, in this
-    process: each partition packed apart, its chunks joined into nodes, then combined on the
-    driver (``reduce``: first joined pairwise from the right, as workers might)."""
+    process: each partition packed apart, its chunks summed into the nodes of the tree (row by
+    row; the same bits as joining its leaves, checked), then combined on the driver
+    (``reduce``: first joined pairwise from the right, as workers might)."""
     total = sums.n_chunks(problem.n_samples)
     partitions = []
     for lo, hi in sums.partition_chunks(total, n_partitions):
@@ -120,8 +140,10 @@ def parts_by_hand(problem, n_partitions, coef, smoothing, reduce=False):
         sub = problem.subset(idx)
         sub.sample_weight = problem.sample_weight[idx]
         part = sums._Part(sub, lo, problem.n_samples)
-        partitions.append(sums._merged(part.leaves(*part.smoothed(coef, smoothing, True)), [],
-                                       total))
+        small, emission = part.smoothed(coef, smoothing, True)
+        nodes = part.nodes(small, emission, total)
+        same_nodes(nodes, sums._merged(leaves(part, small, emission), [], total))
+        partitions.append(nodes)
     if reduce:
         while len(partitions) > 1:
             partitions[-2:] = [sums._merged(partitions[-2], partitions[-1], total)]

@@ -84,10 +84,12 @@ def tree_rows(positions, rows, out):
 
 
 @njit(cache=True, nogil=True)
-def tree_columns(features, starts, touched, rows, width, depth_max, out, lo, hi):
-    """``out[f] = `` the tree sum of feature ``f``'s rows over the chunks that have it (the
-    chunks' leaves at chunk indices ``0, 1, ...``), for the features of the blocks ``lo..hi-1``
-    of ``width`` features: the additions of joining the chunks' nodes along the tree
+def tree_columns(features, starts, touched, rows, width, depth_max, c0, c1, out_rows, out,
+                 lo, hi):
+    """The tree sums of the features' rows over the chunks ``c0..c1-1`` (an aligned node of the
+    tree, its first chunk ``c0``), for the features of the blocks ``lo..hi-1`` of ``width``
+    features: ``out[out_rows[f]] = `` feature ``f``'s sum (``out_rows[f] < 0``: not wanted; a
+    feature no chunk has: zeros). The additions of joining the chunks' nodes along the tree
     (:func:`add_sparse_rows`), with no node made.
 
     ``rows[r]`` is the emission row of feature ``features[r]`` in its chunk, the chunks' rows
@@ -104,14 +106,15 @@ def tree_columns(features, starts, touched, rows, width, depth_max, out, lo, hi)
         f0 = b * width
         depth[:] = 0
         last[:] = -1
-        for c in range(starts.shape[0]):
+        for c in range(c0, c1):
             for r in range(starts[c, b], starts[c, b + 1]):
                 if touched[r]:
                     j = features[r] - f0
-                    depth[j] = _push_row(stack, levels, j, depth[j], last[j], c, rows, r)
-                    last[j] = c
-        for j in range(min(width, out.shape[0] - f0)):
-            _collapse_into(stack, j, depth[j], out[f0 + j])
+                    depth[j] = _push_row(stack, levels, j, depth[j], last[j], c - c0, rows, r)
+                    last[j] = c - c0
+        for j in range(min(width, out_rows.shape[0] - f0)):
+            if out_rows[f0 + j] >= 0:
+                _collapse_into(stack, j, depth[j], out[out_rows[f0 + j]])
 
 
 @njit(cache=True, nogil=True)

@@ -10,11 +10,12 @@ Both add in one fixed order: chunks of :data:`CHUNK` consecutive examples, each 
 added in token order (``_kernels/reduce.py``), the chunks' sums combined along the dyadic tree
 over their indices. A sum is carried as *nodes* of that tree (``first`` chunk, ``size``, the
 sums): a chunk is a leaf, two siblings join into their parent (:func:`_merged`, the same
-additions wherever it runs), and :func:`_assemble` combines what is left. On one process no
-node is made: :class:`ThreadSums` combines the chunks' sums row by row along the same tree
-(``tree_rows``, ``tree_columns``), the same additions. Threads and workers only change where
-the sums are computed and joined: the iterates are the same to the bit for any number of
-threads, workers or partitions.
+additions wherever it runs), and :func:`_assemble` combines what is left. Within a part no
+intermediate node is made: its chunks' sums are combined row by row along the same tree
+(``tree_rows``, ``tree_columns``), into the nodes a partition sends (:meth:`_Part.nodes`) or,
+on one process, into the gradient directly: the additions of the joins. Threads and workers
+only change where the sums are computed and joined: the iterates are the same to the bit for
+any number of threads, workers or partitions.
 """
 import time
 from abc import ABC, abstractmethod
@@ -63,7 +64,7 @@ def partition_chunks(total, n_partitions):
 
 
 class _Part:
-    """Consecutive whole chunks of the examples, packed: the leaves of its chunks.
+    """Consecutive whole chunks of the examples, packed, and their sums at given weights.
 
     ``first_chunk`` places its chunks in the whole data's tree; ``n_total`` is the number of
     examples of the whole data (each term's share is ``1 / n_total``). Each chunk's features
@@ -90,6 +91,12 @@ class _Part:
                 self.features[c], problem.indices[nnz[c]:nnz[c + 1]])
         _on_threads(index, self.n_chunks)
         self.row_off = np.concatenate([[0], np.cumsum([f.shape[0] for f in self.features])])
+        self.row_features = (np.concatenate(self.features) if self.features
+                             else np.zeros(0, dtype=np.int64))
+        # where each block of features starts in each chunk's rows (``tree_columns``)
+        blocks = np.arange(0, problem.n_features + COLUMN_BLOCK, COLUMN_BLOCK)
+        self.starts = np.array([off + np.searchsorted(features, blocks) for off, features
+                                in zip(self.row_off, self.features)]).reshape(-1, blocks.size)
         self.rows = None  # the emission rows' buffer, made at the first gradient and kept
 
     def smoothed(self, coef, smoothing, gradient):
@@ -123,18 +130,34 @@ class _Part:
         _, values, true_scores, _ = self.problem.run_oracle(coef, True)
         return self._sums(values - true_scores)[:, None], None
 
-    def leaves(self, small, emission):
-        """The sums as the leaves of the tree: a node per chunk, its emission rows (``W``, on
-        its own arrays) those some active token touched (the others are zero: left out, as
-        adding 0 is exact)."""
-        leaves = [{"first": self.first_chunk + c, "size": 1, "small": small[c]}
-                  for c in range(self.n_chunks)]
+    def columns(self, emission, c0, c1, out_rows, out):
+        """``out[out_rows[f]] = `` the tree sum of feature ``f``'s emission rows over the chunks
+        ``c0..c1-1`` (an aligned node; see :func:`~sklearn_ssvm._kernels.reduce.tree_columns`),
+        over blocks of features on the threads of ``use_threads``."""
+        rows, touched = emission
+        run_chunks(tree_columns, self.starts.shape[1] - 1, self.row_features, self.starts,
+                   touched, rows, COLUMN_BLOCK, _span(c1 - c0).bit_length() + 1, c0, c1,
+                   out_rows, out)
+
+    def nodes(self, small, emission, total):
+        """The sums as the nodes of the tree over the ``total`` chunks of the whole data that
+        the joins of the part's leaves make (:func:`_merged`), each node's emission rows (``W``)
+        those of the features some active token of its chunks touched, summed row by row."""
+        nodes = _merged([{"first": self.first_chunk + c, "size": 1, "small": small[c]}
+                         for c in range(self.n_chunks)], [], total)
         if emission is not None:
-            rows, touched = emission
-            for c, leaf in enumerate(leaves):
-                span = slice(self.row_off[c], self.row_off[c + 1])
-                leaf["W"] = (self.features[c][touched[span]], rows[span][touched[span]])
-        return leaves
+            for node in nodes:
+                c0 = node["first"] - self.first_chunk
+                c1 = min(c0 + node["size"], self.n_chunks)
+                span = slice(self.row_off[c0], self.row_off[c1])
+                present = np.zeros(self.problem.n_features, dtype=np.bool_)
+                present[self.row_features[span][emission[1][span]]] = True  # no sort
+                features = np.flatnonzero(present).astype(self.row_features.dtype)
+                out_rows = np.full(self.problem.n_features, -1, dtype=np.int64)
+                out_rows[features] = np.arange(features.shape[0])
+                node["W"] = (features, np.empty((features.shape[0], self.problem.n_codes)))
+                self.columns(emission, c0, c1, out_rows, node["W"][1])
+        return nodes
 
     def _sums(self, x):
         out = np.empty(self.n_chunks)
@@ -264,22 +287,14 @@ class ExampleSums(ABC):
 
 class ThreadSums(ExampleSums):
     """The sums in this process, on the threads of ``use_threads`` (``n_jobs``): the chunks'
-    sums computed on the threads, then combined along the tree row by row, each emission row
-    from its chunks' rows (:func:`~sklearn_ssvm._kernels.reduce.tree_columns`, over ranges of
-    features on the threads): the additions of the nodes' joins, with no node made. Graph
-    structures, whose oracles run from Python, sum their dense per-example gradients."""
+    sums computed on the threads, then combined along the tree row by row into the gradient
+    (:meth:`_Part.columns`, blocks of features on the threads): the additions of the nodes'
+    joins, with no node made. Graph structures, whose oracles run from Python, sum their
+    dense per-example gradients."""
 
     def __init__(self, problem):
         self.problem = problem
         self.part = None if dense_oracles(problem) else _Part(problem, 0, problem.n_samples)
-        if self.part is not None:  # where each block of features starts in each chunk's rows
-            part = self.part
-            blocks = np.arange(0, problem.n_features + COLUMN_BLOCK, COLUMN_BLOCK)
-            self.starts = np.array([off + np.searchsorted(features, blocks) for off, features
-                                    in zip(part.row_off, part.features)]).reshape(-1, blocks.size)
-            self.features = (np.concatenate(part.features) if part.features
-                             else np.zeros(0, dtype=np.int64))
-            self.depth = _span(part.n_chunks).bit_length() + 1
 
     def _combined(self, small, emission):
         p = self.problem
@@ -289,9 +304,8 @@ class ThreadSums(ExampleSums):
             return sums[0] / p.n_samples
         grad = np.empty(p.n_params)
         grad[p.n_features * p.n_codes:] = sums[2:]
-        run_chunks(tree_columns, self.starts.shape[1] - 1, self.features, self.starts,
-                   emission[1], emission[0], COLUMN_BLOCK, self.depth,
-                   grad[:p.n_features * p.n_codes].reshape(p.n_features, p.n_codes))
+        self.part.columns(emission, 0, self.part.n_chunks, np.arange(p.n_features),
+                          grad[:p.n_features * p.n_codes].reshape(p.n_features, p.n_codes))
         return sums[0] / p.n_samples, grad, sums[1] / p.n_samples
 
     def smoothed(self, coef, smoothing, gradient=True):
@@ -312,17 +326,17 @@ def _new_part(problem, first_chunk, n_total):
 
 
 def _part_smoothed(part, coef, total, smoothing, gradient):
-    return _merged(part.leaves(*part.smoothed(coef, smoothing, gradient)), [], total)
+    return part.nodes(*part.smoothed(coef, smoothing, gradient), total)
 
 
 def _part_hinge(part, coef, total):
-    return _merged(part.leaves(*part.hinge(coef)), [], total)
+    return part.nodes(*part.hinge(coef), total)
 
 
 class ClusterSums(ExampleSums):
     """The sums on a dask cluster: the examples in ``n_partitions`` ranges of whole chunks
     (:func:`partition_chunks`), each sent once to a worker and packed there; a sum sends
-    ``coef`` out (to one worker, which the others fetch from), each partition sums its
+    ``coef`` out (a copy to each worker that holds a partition), each partition sums its
     chunks into nodes, and the partitions' nodes are reduced pairwise on the workers
     (:func:`_merged`, ``log2(n_partitions)`` rounds) before the driver combines what is left
     along the tree.
@@ -352,6 +366,10 @@ class ClusterSums(ExampleSums):
         self.parts = [self.client.submit(_new_part, sub, lo, p.n_samples, pure=False)
                       for sub, (lo, _) in zip(self.client.scatter(subsets, hash=False),
                                               self.ranges)]
+        from distributed import wait
+        wait(self.parts)
+        holders = self.client.who_has(self.parts)
+        self.holders = [(holders.get(part.key) or (None,))[0] for part in self.parts]
 
     def _gather(self, function, coef, *args):
         total = n_chunks(self.problem.n_samples)
@@ -362,9 +380,12 @@ class ClusterSums(ExampleSums):
                     time.sleep(RETRY_WAIT * attempt)
                 if attempt or self.parts is None:
                     self._send()
-                shared = self.client.scatter(coef, hash=False)
-                lists = [submit(function, part, shared, total, *args, pure=False)
-                         for part in self.parts]
+                # a copy on each partition's worker, from here: a worker fetching it from
+                # another waits until that one's running sum lets go of the GIL
+                shared = {worker: self.client.scatter(coef, hash=False, workers=worker and
+                                                      [worker]) for worker in set(self.holders)}
+                lists = [submit(function, part, shared[worker], total, *args, pure=False)
+                         for part, worker in zip(self.parts, self.holders)]
                 return _reduced(lists, total, lambda pairs: [  # on the workers
                     submit(_merged, a, b, total, pure=False) for a, b in pairs]).result()
             except Exception as exc:  # a lost worker surfaces as one of several dask errors
