@@ -214,10 +214,9 @@ def _merged(left, right, total):
     return stack
 
 
-def _reduced(lists, total, merge=None):
+def _reduced(lists, merge):
     """The nodes of consecutive ranges (``lists``), reduced pairwise, neighbours with
-    neighbours: ``merge(pairs)`` joins each level's pairs (None: in turn, here)."""
-    merge = merge or (lambda pairs: [_merged(a, b, total) for a, b in pairs])
+    neighbours: ``merge(pairs)`` joins each level's pairs."""
     while len(lists) > 1:
         odd = lists[len(lists) - len(lists) % 2:]
         lists = merge(list(zip(lists[::2], lists[1::2]))) + odd
@@ -386,7 +385,7 @@ class ClusterSums(ExampleSums):
                                                       [worker]) for worker in set(self.holders)}
                 lists = [submit(function, part, shared[worker], total, *args, pure=False)
                          for part, worker in zip(self.parts, self.holders)]
-                return _reduced(lists, total, lambda pairs: [  # on the workers
+                return _reduced(lists, lambda pairs: [  # on the workers
                     submit(_merged, a, b, total, pure=False) for a, b in pairs]).result()
             except Exception as exc:  # a lost worker surfaces as one of several dask errors
                 if attempt == RETRIES:
