@@ -31,36 +31,30 @@ def pytest_configure(config):
     event.register("numba:compile", _CLOCK)
 
 
+def pytest_sessionfinish(session):
+    """An xdist worker sends its compile clock to the controller, which prints the total."""
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["numba_compile"] = (_CLOCK.count, _CLOCK.seconds)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    count, seconds = getattr(node, "workeroutput", {}).get("numba_compile", (0, 0.0))
+    _CLOCK.count += count
+    _CLOCK.seconds += seconds
+
+
 def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(
-        f"numba compiled {_CLOCK.count} specialisations in this process, "
+        f"numba compiled {_CLOCK.count} specialisations in the session's pytest processes, "
         f"{_CLOCK.seconds:.0f} s of CPU (the others were loaded from its cache)")
 
 
-def _fuzz_module(items):
-    fuzz = [item for item in items if getattr(item, "originalname", None) == "test_fuzz"]
-    return (fuzz[0].module, fuzz) if fuzz else (None, [])
-
-
 def pytest_collection_modifyitems(session, config, items):
-    """The fuzz tests last, in the opposite order of their runs in the background (below)."""
+    """The fuzz tests first, the longest first (``test_fuzz.RUNS``): each takes minutes in a
+    child process, and with xdist's workers the rest of the suite runs beside them."""
     fuzz = [item for item in items if getattr(item, "originalname", None) == "test_fuzz"]
-    items[:] = [item for item in items if item not in fuzz] + fuzz[::-1]
-
-
-def pytest_collection_finish(session):
-    """The fuzz runs compile numba for minutes: start them as soon as they are selected
-    (``test_fuzz.py``), one after another, so they use the second core while the others run."""
-    module, fuzz = _fuzz_module(session.items)
-    if module is not None and not session.config.option.collectonly:
-        module.start_in_background(fuzz)
-
-
-def pytest_sessionfinish(session):
-    """Stop the fuzz runs whose tests did not run (a session stopped early), and the queue."""
-    module, _ = _fuzz_module(getattr(session, "items", []))
-    if module is not None:
-        module.stop_unfinished()
+    items[:] = fuzz + [item for item in items if item not in fuzz]
 
 
 @pytest.fixture(scope="module")
