@@ -1,6 +1,6 @@
 """sklearn_ssvm: structured SVMs with numba oracles and a scikit-learn API."""
-from .estimators import (BCFWStructuredSVM, BMRMStructuredSVM, PragamStructuredSVM, PragamSVC,
-                         SmoothSSVMClassifier)
+from .estimators import (BCFWStructuredSVM, BMRMStructuredSVM, CRFClassifier, PragamStructuredSVM,
+                         PragamSVC, SmoothSSVMClassifier)
 from .model_selection import (BCFWStructuredSVMCV, BMRMStructuredSVMCV, GridSearchPath, PathCV,
                               RegularizationPath, SmoothSSVMClassifierCV, cross_validate_path,
                               grid_search_path, regularization_path)
@@ -10,7 +10,7 @@ from .structures import (BinarySVM, CandidateSet, ChainCRF, GraphCRF, Multiclass
 __version__ = "0.1.0.dev0"
 
 __all__ = ["BCFWStructuredSVM", "BCFWStructuredSVMCV", "BMRMStructuredSVM", "BMRMStructuredSVMCV",
-           "BinarySVM", "CandidateSet", "ChainCRF", "GraphCRF", "GridSearchPath", "MultiLabel",
+           "BinarySVM", "CRFClassifier", "CandidateSet", "ChainCRF", "GraphCRF", "GridSearchPath", "MultiLabel",
            "MulticlassSVM", "PathCV", "PragamStructuredSVM", "PragamSVC", "RegularizationPath",
            "SmoothSSVMClassifier",
            "SmoothSSVMClassifierCV", "cross_validate_path", "grid_graph", "grid_search_path",

@@ -10,7 +10,7 @@ from sklearn.feature_extraction import FeatureHasher
 from ._validation import Interval, check_params
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["SequenceVectorizer", "chunking_token_features"]
+__all__ = ["SequenceVectorizer", "chunking_token_features", "coef_from_crfsuite"]
 
 _SEPARATOR = "="
 # Value types taken as numbers without the (slower) abstract-class check.
@@ -606,3 +606,51 @@ def chunking_token_features(sentence):
             feats["EOS"] = True
         features.append(feats)
     return features
+
+
+def coef_from_crfsuite(crf, vectorizer, structure):
+    """Read CRFsuite's weights into the parameter vector of a ``ChainCRF(bias=False)``.
+
+    CRFsuite (Okazaki 2007) names a string-valued attribute ``key:value`` where :class:`SequenceVectorizer`
+    names its feature ``key=value``; numeric attributes keep their key in both. State
+    features become the emission weights of their feature's row and label's column,
+    transitions the label-pair weights.
+
+    Parameters
+    ----------
+    crf : sklearn_crfsuite.CRF
+        A fitted CRF (``state_features_``, ``transition_features_``).
+    vectorizer : SequenceVectorizer
+        The vectorizer fitted (``hashing=False``) on the sequences CRFsuite was trained on.
+    structure : ChainCRF
+        A fitted ``ChainCRF(bias=False)`` (``structure_`` of an estimator) whose
+        ``classes_`` hold CRFsuite's labels.
+
+    Returns
+    -------
+    coef : ndarray of shape (n_params,)
+        The weights, in the layout of ``structure``'s ``coef_``.
+    n_unmapped : int
+        CRFsuite's state features whose attribute has no column (0 when the vectorizer saw
+        the same sequences).
+    """
+    if getattr(structure, "bias", False):
+        raise ValueError("coef_from_crfsuite needs ChainCRF(bias=False): CRFsuite has no "
+                         "position biases.")
+    # our "key=value" is CRFsuite's "key:value" (keys hold no "="; values and keys may hold
+    # ":", so the names are matched from our side)
+    columns = {name.replace("=", ":", 1): column
+               for name, column in vectorizer.vocabulary_.items()}
+    labels = {label: k for k, label in enumerate(structure.classes_)}
+    C, F = len(labels), structure.n_features_in_
+    coef = np.zeros(F * C + C * C)
+    n_unmapped = 0
+    for (attribute, label), weight in crf.state_features_.items():
+        column = columns.get(attribute)
+        if column is None:
+            n_unmapped += 1
+            continue
+        coef[column * C + labels[label]] = weight
+    for (before, after), weight in crf.transition_features_.items():
+        coef[F * C + labels[before] * C + labels[after]] = weight
+    return coef, n_unmapped

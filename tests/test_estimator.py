@@ -212,7 +212,8 @@ def test_a_cluster_fit_without_a_dask_client_says_how_to_start_one():
     ("ChainCRF", "chain"), ("MulticlassSVM", "flat"), ("BinarySVM", "flat"),
     ("MultiLabel", "multilabel"), ("CandidateSet", "candidates"), ("GraphCRF", "graph")])
 @pytest.mark.parametrize("estimator", ["BCFWStructuredSVM", "BMRMStructuredSVM",
-                                       "SmoothSSVMClassifier", "PragamStructuredSVM"])
+                                       "SmoothSSVMClassifier", "PragamStructuredSVM",
+                                       "CRFClassifier"])
 def test_dir_and_hasattr_work_on_every_fitted_estimator(estimator, structure, kind):
     """``dir()`` (scikit-learn's ``__dir__`` calls ``hasattr`` on every name) and ``hasattr``
     of the attributes that apply to some structures only: an AttributeError elsewhere, never

@@ -9,7 +9,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_ssvm import (BCFWStructuredSVM, BinarySVM, BMRMStructuredSVM, ChainCRF,
-                          MulticlassSVM, MultiLabel, PragamStructuredSVM,
+                          CRFClassifier, MulticlassSVM, MultiLabel, PragamStructuredSVM,
                           SmoothSSVMClassifier)
 
 ESTIMATORS = [lambda: BCFWStructuredSVM(ChainCRF(), warm_start=True, max_iter=10, step="fw",
@@ -18,7 +18,8 @@ ESTIMATORS = [lambda: BCFWStructuredSVM(ChainCRF(), warm_start=True, max_iter=10
                                         step="pairwise", random_state=0),
               lambda: SmoothSSVMClassifier(ChainCRF(), warm_start=True, max_iter=3,
                                            random_state=0),
-              lambda: BMRMStructuredSVM(ChainCRF(), warm_start=True, max_iter=10)]
+              lambda: BMRMStructuredSVM(ChainCRF(), warm_start=True, max_iter=10),
+              lambda: CRFClassifier(ChainCRF(), warm_start=True, max_iter=10)]
 
 
 def data(seed=0):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from _golden import _data, _structures
-from sklearn_ssvm import (BCFWStructuredSVM, BMRMStructuredSVM, PragamStructuredSVM,
+from sklearn_ssvm import (BCFWStructuredSVM, BMRMStructuredSVM, CRFClassifier, PragamStructuredSVM,
                           SmoothSSVMClassifier)
 from sklearn_ssvm.feature_maps import MLPFeatureMap
 from sklearn_ssvm.model_selection import grid_search_path
@@ -34,6 +34,7 @@ ESTIMATORS = {
                                                         top_k=None, alpha=0.1, max_iter=10,
                                                         cluster=True, **kw),
     "pragam-structured": lambda s, **kw: PragamStructuredSVM(s, alpha=0.1, max_iter=30, **kw),
+    "quasi-newton": lambda s, **kw: CRFClassifier(s, alpha=0.1, max_iter=30, **kw),
     "prox-linear": lambda s, **kw: SmoothSSVMClassifier(
         s, alpha=0.1, max_iter=2, learning_rate=0.1, random_state=0,
         feature_map=MLPFeatureMap(n_hidden=3, random_state=0), **kw),
@@ -125,7 +126,7 @@ def _solver_runs():
     """Every solver called directly on small data: ``{name: () -> result}``."""
     from sklearn_ssvm import ChainCRF, MulticlassSVM
     from sklearn_ssvm.solvers import (agm, bcfw, bcfw_cluster, bmrm, pragam, pragam_structured,
-                                      smooth)
+                                      quasi_newton, smooth)
     from sklearn_ssvm.structures.base import smoothing_code
 
     X, Y = _data("chain")
@@ -150,6 +151,7 @@ def _solver_runs():
         "pragam": lambda: pragam.pragam(Xb, yb, 0.1, max_iter=5),
         "pragam-structured": lambda: pragam_structured.pragam_structured(
             MulticlassSVM().prepare(Xb, (Xb[:, 1] > 0) + (yb > 0)), 0.1, max_iter=5),
+        "quasi-newton": lambda: quasi_newton.QuasiNewton(max_iter=3).solve(problem, 0.1),
     }
 
 

@@ -175,10 +175,10 @@ class StructuredEstimator(BaseEstimator):
             self._check_warm_start(structure)
             previous = self
         dense = getattr(problem, "dense_oracles", False)
-        scale = problem.loss_scale()  # tol (and mu) are relative to the zero model's objective
+        scale = self._loss_scale(problem)  # tol (and mu) are relative to it
         solver = self._solver(problem, scale)
         solver.check(problem, self._options(problem))
-        alpha = problem.default_alpha() if self.alpha is None else float(self.alpha)
+        alpha = self._default_alpha(problem) if self.alpha is None else float(self.alpha)
         with interruptible() as stopped:
             fitted = self._solve(solver, problem, alpha, previous, scale, **fit_params)
             interrupted = stopped()
@@ -221,6 +221,14 @@ class StructuredEstimator(BaseEstimator):
         others, a fold for the refit); None: a cold start. Estimators whose warm start takes
         such a point override it."""
         return None
+
+    def _loss_scale(self, problem):
+        """The zero model's objective, ``loss_scale_``, on which ``tol`` is relative."""
+        return problem.loss_scale()
+
+    def _default_alpha(self, problem):
+        """The regularisation of ``alpha=None``."""
+        return problem.default_alpha()
 
     def _stopped_at_max_iter(self):
         return not self.converged_ and self.n_iter_ >= self.max_iter

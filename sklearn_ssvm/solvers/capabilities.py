@@ -155,6 +155,19 @@ SOLVERS = {
         structures=(("MulticlassSVM", "CandidateSet"),
                     "its dual blocks are simplices over each example's outputs; a marginal "
                     "polytope (chains, label trees) needs App. E.3's factorised projection")),
+    "quasi-newton": Capabilities(
+        name="CRFClassifier", options=("elastic_net", "sample_weight"),
+        penalties="elastic_net",
+        refused={("graph", None): "the log-likelihood needs exact marginals (forward-backward "
+                                  "on chains); loopy graphs have TRW's bound only",
+                 ("binary_graph", None): "the log-likelihood needs exact marginals "
+                                         "(forward-backward on chains)"},
+        certificate="exact duality gap of the log-likelihood objective (the penalty's "
+                    "Fenchel-Young gap at the mean gradient)",
+        warm_start=True, path="grid (warm: coefficients)",
+        structures=(("ChainCRF", "CandidateSet"),
+                    "the likelihood drops the task loss, which the other compiled structures "
+                    "keep in their kernels")),
     "prox-linear": Capabilities(
         name="SmoothSSVMClassifier(feature_map=...) on CandidateSet",
         options=("elastic_net", "sample_weight"), penalties="l2",
