@@ -34,26 +34,12 @@ import numpy as np
 from sequence_labelling import DEFAULT_DATA, TASKS, load
 
 
-def expected_calibration_error(marginals, Y, bins=10):
-    """Token-level ECE of ``marginals`` (one ``(T, C)`` array per sequence, columns in the
-    order of the labels' indices ``Y``)."""
-    top = np.concatenate([m.max(axis=1) for m in marginals])
-    right = np.concatenate([m.argmax(axis=1) == y for m, y in zip(marginals, Y)])
-    which = np.minimum((top * bins).astype(int), bins - 1)
-    error = 0.0
-    for b in range(bins):
-        inside = which == b
-        if inside.any():
-            error += inside.mean() * abs(top[inside].mean() - right[inside].mean())
-    return error
-
-
 def race(task, data, c1, c2, crfsuite_iter, max_iter):
     import sklearn_crfsuite
     from sklearn_ssvm import BCFWStructuredSVM, ChainCRF, CRFClassifier
     from sklearn_ssvm.feature_extraction import SequenceVectorizer, coef_from_crfsuite
     from sklearn_ssvm.inspection import calibrate_temperature
-    from sklearn_ssvm.metrics import chunk_f1_score
+    from sklearn_ssvm.metrics import chunk_f1_score, expected_calibration_error
 
     F_train, Y_train, F_eval, Y_eval = load(task, data)
     n = len(F_train)
@@ -90,7 +76,7 @@ def race(task, data, c1, c2, crfsuite_iter, max_iter):
     out["ours_gap"] = ours.duality_gap_ / ours.loss_scale_
     out["ours_f1_final"] = 100 * chunk_f1_score(Y_eval, ours.predict(X_eval), scheme="iob")
     out["ours_ece"] = expected_calibration_error(
-        ours.predict_marginals(X_eval), [np.searchsorted(classes, y) for y in Y_eval])
+        [np.searchsorted(classes, y) for y in Y_eval], ours.predict_marginals(X_eval))
     if reached:
         first = reached[0]
         out["ours_cpu"], out["ours_iter"] = first["cpu_time"], first["iter"]
@@ -101,9 +87,9 @@ def race(task, data, c1, c2, crfsuite_iter, max_iter):
 
     names = list(crf.classes_)
     out["crfsuite_ece"] = expected_calibration_error(
+        [np.searchsorted(classes, y) for y in Y_eval],
         [np.array([[token[label] for label in classes] for token in sentence])
-         for sentence in crf.predict_marginals(F_eval)],
-        [np.searchsorted(classes, y) for y in Y_eval])
+         for sentence in crf.predict_marginals(F_eval)])
     assert sorted(names) == list(classes)
     cut = n - n // 10
     ssvm = BCFWStructuredSVM(ChainCRF(), random_state=0).fit(X_train[:cut], Y_train[:cut])
@@ -111,8 +97,8 @@ def race(task, data, c1, c2, crfsuite_iter, max_iter):
     out["ssvm_temperature"] = temperature
     out["ssvm_f1"] = 100 * chunk_f1_score(Y_eval, ssvm.predict(X_eval), scheme="iob")
     out["ssvm_ece"] = expected_calibration_error(
-        ssvm.predict_marginals(X_eval, temperature=temperature),
-        [np.searchsorted(ssvm.classes_, y) for y in Y_eval])
+        [np.searchsorted(ssvm.classes_, y) for y in Y_eval],
+        ssvm.predict_marginals(X_eval, temperature=temperature))
     return out
 
 

@@ -1,4 +1,5 @@
-"""Metrics for sequence labelling: token accuracy and conlleval-exact chunk F1."""
+"""Metrics for sequence labelling: token accuracy, conlleval-exact chunk F1, and the
+calibration of per-token marginals."""
 
 from collections import Counter
 
@@ -11,6 +12,7 @@ __all__ = [
     "chunk_f1_score",
     "SCORERS",
     "get_scorer",
+    "expected_calibration_error",
 ]
 
 _SCHEME_PREFIXES = {"iob": frozenset("BI"), "iobes": frozenset("BIES")}
@@ -376,3 +378,46 @@ def get_scorer(scoring):
 
 #: the sequence metrics :func:`get_scorer` knows by name
 SCORERS = {"chunk_f1": chunk_f1_score, "token_accuracy": token_accuracy}
+
+
+def expected_calibration_error(Y_true, marginals, *, n_bins=10):
+    """Compute the token-level expected calibration error of per-token marginals.
+
+    Each token's prediction is its most probable label, its confidence that label's
+    marginal; tokens are grouped into ``n_bins`` equal bins of confidence on [0, 1], and the
+    error is ``sum_b (n_b / n) |accuracy_b - confidence_b|``, the bins' gaps between the
+    fraction of right predictions and the mean confidence (Guo et al. 2017, ICML).
+
+    Parameters
+    ----------
+    Y_true : list of array-like of int
+        The true labels of each sequence, as column indices of its marginals (for an
+        estimator's ``predict_marginals``: ``np.searchsorted(est.classes_, y)``).
+    marginals : list of ndarray of shape (n_tokens, n_labels)
+        Each sequence's marginals, rows summing to 1.
+    n_bins : int, default=10
+        Number of confidence bins.
+
+    Returns
+    -------
+    float
+        The error, in [0, 1]; 0 for perfectly calibrated confidences.
+    """
+    if len(Y_true) != len(marginals):
+        raise ValueError(f"Y_true has {len(Y_true)} sequences and marginals "
+                         f"{len(marginals)}.")
+    n_bins = int(n_bins)
+    if n_bins < 1:
+        raise ValueError(f"n_bins must be a positive integer, got {n_bins}.")
+    rows = [np.asarray(m, dtype=float).reshape(len(y), -1) for m, y in zip(marginals, Y_true)]
+    if not rows or sum(len(r) for r in rows) == 0:
+        raise ValueError("no tokens to score.")
+    top = np.concatenate([r.max(axis=1) for r in rows])
+    right = np.concatenate([r.argmax(axis=1) == np.asarray(y) for r, y in zip(rows, Y_true)])
+    which = np.minimum((top * n_bins).astype(int), n_bins - 1)
+    error = 0.0
+    for b in range(n_bins):
+        inside = which == b
+        if inside.any():
+            error += inside.mean() * abs(top[inside].mean() - right[inside].mean())
+    return float(error)

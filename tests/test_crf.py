@@ -175,3 +175,15 @@ def test_crfsuite_objective_at_crfsuites_weights():
         at.coef_ = coef
         logged = crf.training_log_.last_iteration["loss"]
         assert len(X) * at.primal_objective(X, Y) == pytest.approx(logged, rel=1e-6)
+
+
+def test_expected_calibration_error_by_hand():
+    from sklearn_ssvm.metrics import expected_calibration_error
+    # confidences 0.9 (right), 0.9 (wrong), 0.6 (right): bins 9 and 6
+    marginals = [np.array([[0.9, 0.1], [0.1, 0.9]]), np.array([[0.4, 0.6]])]
+    Y = [np.array([0, 0]), np.array([1])]
+    expected = 2 / 3 * abs(0.5 - 0.9) + 1 / 3 * abs(1.0 - 0.6)
+    assert expected_calibration_error(Y, marginals) == pytest.approx(expected)
+    assert expected_calibration_error([np.array([0])], [np.array([[1.0, 0.0]])]) == 0.0
+    with pytest.raises(ValueError, match="sequences"):
+        expected_calibration_error(Y, marginals[:1])
