@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sklearn_ssvm import (BCFWStructuredSVM, BinarySVM, BMRMStructuredSVM, CandidateSet,
-                          ChainCRF, MulticlassSVM, MultiLabel, PragamStructuredSVM, PragamSVC,
-                          SmoothSSVMClassifier)
+                          ChainCRF, CRFClassifier, MulticlassSVM, MultiLabel,
+                          PragamStructuredSVM, PragamSVC, SmoothSSVMClassifier)
 from sklearn_ssvm.structures import BinaryGraphCRF, GraphCRF
 
 STRUCTURED = {
@@ -36,9 +36,12 @@ STRUCTURED = {
     "smooth": lambda s: SmoothSSVMClassifier(s, max_iter=3, random_state=0),
     "bmrm": lambda s: BMRMStructuredSVM(s, max_iter=8),
     "pragam-structured": lambda s: PragamStructuredSVM(s, max_iter=20),
+    "crf": lambda s: CRFClassifier(s, max_iter=5),
 }
-#: the structures an estimator trains, where not all (the others are refused by declaration)
-TRAINS = {"pragam-structured": ("candidates", "multiclass")}
+#: the structures drawn for an estimator, where not all: those it trains (it refuses the others
+#: by declaration), and for the CRF one it refuses, whose declared error is a case too
+TRAINS = {"pragam-structured": ("candidates", "multiclass"),
+          "crf": ("candidates", "chain", "multiclass")}
 STRUCTURES = {"chain": ChainCRF, "multiclass": MulticlassSVM, "binary": BinarySVM,
               "multilabel": MultiLabel, "candidates": CandidateSet, "graph": GraphCRF,
               "edge-graph": lambda: GraphCRF(edge_features=True, directed=True),
@@ -50,6 +53,10 @@ BAD_PARAMS = {
                    ("max_iter", [0, -3, 2.5, None]), ("tol", [-1.0, np.nan, np.inf, "x"]),
                    ("n_jobs", [0, 1.5, "all"]), ("random_state", ["seed", 1.5]),
                    ("warm_start", ["yes", 2])],
+    "crf": [("c1", [-1.0, np.nan, np.inf, 1e-2 + 1j, None, "big"]),
+            ("c2", [0.0, -1.0, np.nan, np.inf, None]), ("memory", [0, 2.5, None]),
+            ("alpha", [0.0, -1.0, np.nan, np.inf, "big"]), ("l1_ratio", [1.0, -0.5, np.nan]),
+            ("max_iter", [0, -3, 2.5, None]), ("tol", [-1.0, np.nan, np.inf, "x"])],
     "pragam": [("alpha", [0.0, -1.0, np.nan, np.inf, 1e-2 + 1j, None, "big"]),
                ("max_iter", [0, -3, 2.5]), ("tol", [-1.0, np.nan, np.inf]),
                ("solver", ["newton", None]),
@@ -215,7 +222,8 @@ def apply_defect(defect, kind, X, Y, est, draw, rng):
         X = list(X)
         X[0] = spoil_edges(X[0], draw(st.sampled_from(BAD_EDGES)))
     elif defect == "bad param":
-        family = "pragam" if isinstance(est, PragamSVC) else "structured"
+        family = ("pragam" if isinstance(est, PragamSVC) else "crf"
+                  if isinstance(est, CRFClassifier) else "structured")
         name, values = draw(st.sampled_from(BAD_PARAMS[family]))
         est.set_params(**{name: draw(st.sampled_from(values))})
     elif defect == "warm refit":

@@ -1,7 +1,7 @@
 """Fuzzing every estimator x structure with hypothesis (``_fuzz.py``), each estimator's cases in
 a child process: a crash or a hang fails the test with the case that caused it, instead of
 taking down the session. Every case must fit with finite results or raise a clear
-ValueError/TypeError. Two estimators also run with numba's bounds checks and an empty cache
+ValueError/TypeError. Three estimators also run with numba's bounds checks and an empty cache
 (a NaN turned into an index would write outside an array without them).
 
 The runs compile numba for minutes (the bounds-checked ones cold): ``conftest.py`` runs these
@@ -23,8 +23,9 @@ FUZZ = Path(__file__).with_name("_fuzz.py")
 CASES = 300  # derandomized: the same cases every run; the bound-checked runs pay a cold compile
 TIMEOUT = 900
 #: the longest first (``conftest.py`` keeps this order at the head of the session)
-RUNS = [("bcfw-pairwise", True), ("bcfw", False), ("bcfw-pairwise", False), ("smooth", False),
-        ("bmrm", False), ("pragam-structured", False), ("pragam", False), ("pragam", True)]
+RUNS = [("bcfw-pairwise", True), ("crf", True), ("bcfw", False), ("bcfw-pairwise", False),
+        ("smooth", False), ("bmrm", False), ("pragam-structured", False), ("pragam", False),
+        ("pragam", True), ("crf", False)]
 
 
 @pytest.fixture(scope="session")
