@@ -6,10 +6,10 @@
 Both models see the features of ``sequence_labelling.py`` (the sklearn-crfsuite tutorial
 template; ours through ``SequenceVectorizer``, ``ChainCRF(bias=False)``: the template has its
 own bias attribute) and minimise the same objective, CRFsuite's ``sum_i NLL_i + c2 ||w||^2 +
-c1 ||w||_1``, on one thread each (numba's kernels and numpy's BLAS), in this one process. CRFsuite runs its L-BFGS (OWL-QN for
-``c1``) for ``--crfsuite-iter`` iterations, as the benchmarks do; its weights are read back
-into our parameter vector (attribute ``k:v`` is our feature ``k=v``; labels by name) and our
-code evaluates the objective there, the *target*. Its log's final loss is printed beside it
+c1 ||w||_1``, on one thread each (numba's kernels and numpy's BLAS), in this one process.
+CRFsuite runs its L-BFGS (OWL-QN for ``c1``) for ``--crfsuite-iter`` iterations, as the
+benchmarks do; its weights are read back into our parameter vector (attribute ``k:v`` is our
+feature ``k=v``; labels by name) and our code evaluates the objective there, the *target*. Its log's final loss is printed beside it
 (the two must agree to 1e-6 relative: the same objective on the same features). Ours then runs
 up to ``--max-iter`` iterations, after a small fit that compiles the kernels (reported apart);
 the race's figure is the CPU seconds (``time.process_time``) of our first iterate at or below
@@ -85,12 +85,11 @@ def race(task, data, c1, c2, crfsuite_iter, max_iter):
         at.fit(X_train, Y_train)
         out["ours_f1"] = 100 * chunk_f1_score(Y_eval, at.predict(X_eval), scheme="iob")
 
-    names = list(crf.classes_)
+    assert sorted(crf.classes_) == list(classes)
     out["crfsuite_ece"] = expected_calibration_error(
         [np.searchsorted(classes, y) for y in Y_eval],
         [np.array([[token[label] for label in classes] for token in sentence])
          for sentence in crf.predict_marginals(F_eval)])
-    assert sorted(names) == list(classes)
     cut = n - n // 10
     ssvm = BCFWStructuredSVM(ChainCRF(), random_state=0).fit(X_train[:cut], Y_train[:cut])
     temperature = calibrate_temperature(ssvm, X_train[cut:], Y_train[cut:])

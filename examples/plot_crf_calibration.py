@@ -19,6 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from sklearn.calibration import calibration_curve  # noqa: E402
 
 from sklearn_ssvm import BCFWStructuredSVM, ChainCRF, CRFClassifier  # noqa: E402
 from sklearn_ssvm.datasets import load_ocr_letters  # noqa: E402
@@ -40,21 +41,19 @@ models = {"CRF (its own marginals)": crf.predict_marginals(X["test"]),
           "SSVM, temperature 1": svm.predict_marginals(X["test"])}
 truth = [np.searchsorted(crf.classes_, y) for y in Y["test"]]
 print(f"CRF: {crf.n_iter_} iterations, certified relative gap "
-      f"{crf.duality_gap_ / crf.loss_scale_:.1e}; letter accuracy {crf.score(X['test'], Y['test']):.3f}")
+      f"{crf.duality_gap_ / crf.loss_scale_:.1e}; "
+      f"letter accuracy {crf.score(X['test'], Y['test']):.3f}")
 print(f"SSVM: letter accuracy {svm.score(X['test'], Y['test']):.3f}")
 
 fig, ax = plt.subplots(figsize=(5.5, 5))
 ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--")
-edges = np.linspace(0, 1, 11)
 for name, marginals in models.items():
     top = np.concatenate([m.max(axis=1) for m in marginals])
     right = np.concatenate([m.argmax(axis=1) == y for m, y in zip(marginals, truth)])
-    which = np.minimum((top * 10).astype(int), 9)
-    used = [b for b in range(10) if np.any(which == b)]
+    accuracy, confidence = calibration_curve(right, top, n_bins=10)
     ece = expected_calibration_error(truth, marginals)
     print(f"{name}: expected calibration error {ece:.4f}")
-    ax.plot([top[which == b].mean() for b in used], [right[which == b].mean() for b in used],
-            marker="o", label=f"{name}: ECE {ece:.3f}")
+    ax.plot(confidence, accuracy, marker="o", label=f"{name}: ECE {ece:.3f}")
 ax.set_xlabel("marginal of the most probable letter")
 ax.set_ylabel("accuracy of that letter")
 ax.set_title("reliability on OCR fold 0")

@@ -10,8 +10,8 @@ from .structures import (BinarySVM, CandidateSet, ChainCRF, GraphCRF, Multiclass
 __version__ = "0.1.0.dev0"
 
 __all__ = ["BCFWStructuredSVM", "BCFWStructuredSVMCV", "BMRMStructuredSVM", "BMRMStructuredSVMCV",
-           "BinarySVM", "CRFClassifier", "CandidateSet", "ChainCRF", "GraphCRF", "GridSearchPath", "MultiLabel",
-           "MulticlassSVM", "PathCV", "PragamStructuredSVM", "PragamSVC", "RegularizationPath",
+           "BinarySVM", "CRFClassifier", "CandidateSet", "ChainCRF", "GraphCRF", "GridSearchPath",
+           "MultiLabel", "MulticlassSVM", "PathCV", "PragamStructuredSVM", "PragamSVC", "RegularizationPath",
            "SmoothSSVMClassifier",
            "SmoothSSVMClassifierCV", "cross_validate_path", "grid_graph", "grid_search_path",
            "regularization_path"]

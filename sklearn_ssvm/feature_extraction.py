@@ -611,8 +611,9 @@ def chunking_token_features(sentence):
 def coef_from_crfsuite(crf, vectorizer, structure):
     """Read CRFsuite's weights into the parameter vector of a ``ChainCRF(bias=False)``.
 
-    CRFsuite (Okazaki 2007) names a string-valued attribute ``key:value`` where :class:`SequenceVectorizer`
-    names its feature ``key=value``; numeric attributes keep their key in both. State
+    CRFsuite (Okazaki 2007) names a string-valued attribute ``key:value`` where
+    :class:`SequenceVectorizer` names its feature ``key=value``; numeric attributes keep their
+    key in both. State
     features become the emission weights of their feature's row and label's column,
     transitions the label-pair weights.
 

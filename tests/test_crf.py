@@ -187,3 +187,12 @@ def test_expected_calibration_error_by_hand():
     assert expected_calibration_error([np.array([0])], [np.array([[1.0, 0.0]])]) == 0.0
     with pytest.raises(ValueError, match="sequences"):
         expected_calibration_error(Y, marginals[:1])
+
+
+def test_the_fit_is_the_same_to_the_bit_on_any_number_of_threads():
+    X, Y = make_chain_data(n_samples=600, n_features=5, n_labels=4, random_state=7)
+    fits = [CRFClassifier(ChainCRF(), c1=0.2, c2=0.1, max_iter=15, n_jobs=n_jobs).fit(X, Y)
+            for n_jobs in (1, 2, 4)]
+    for fit in fits[1:]:
+        np.testing.assert_array_equal(fit.coef_, fits[0].coef_)
+        assert fit.history_[-1]["objective"] == fits[0].history_[-1]["objective"]

@@ -5,5 +5,4 @@ from .pragam import PragamStructuredSVM, PragamSVC
 from .smooth import SmoothSSVMClassifier
 
 __all__ = ["BCFWStructuredSVM", "BMRMStructuredSVM", "CRFClassifier", "PragamStructuredSVM",
-           "PragamSVC",
-           "SmoothSSVMClassifier"]
+           "PragamSVC", "SmoothSSVMClassifier"]

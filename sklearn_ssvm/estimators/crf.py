@@ -9,7 +9,7 @@ from ..penalties import ElasticNet
 from ..solvers import capabilities
 from ..solvers.quasi_newton import QuasiNewton, QuasiNewtonResult
 from ..structures.base import smoothing_code
-from .base import StructuredEstimator, check_sample_weight, n_examples, training_key
+from .base import StructuredEstimator, check_sample_weight, n_examples
 
 
 class CRFClassifier(StructuredEstimator):
@@ -175,12 +175,10 @@ class CRFClassifier(StructuredEstimator):
                            max_iter=self.max_iter, verbose=self.verbose)
 
     def _solve(self, solver, problem, alpha, previous, loss_scale):
-        warm = None
-        data_key = training_key(problem)
-        if previous is not None:
-            warm = QuasiNewtonResult(coef=previous.coef_)
+        # any coefficients start a fit: a warm start needs no more than the previous coef_
+        warm = None if previous is None else QuasiNewtonResult(coef=previous._dense_coef())
         result = solver.solve(problem, self._penalty(alpha), warm=warm)
-        return self._fitted(result, _data_key=data_key, l1_ratio_=self._l1_ratio(),
+        return self._fitted(result, l1_ratio_=self._l1_ratio(),
                             objective_=result.objective, dual_objective_=result.dual_objective,
                             n_evaluations_=result.n_evaluations)
 

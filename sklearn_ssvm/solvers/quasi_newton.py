@@ -95,8 +95,6 @@ class QuasiNewton(Solver):
         Quasi-Newton iterations (each one line search).
     verbose : int, default=0
         1: a progress bar; 2: also a line per iteration.
-    callback : callable or None, default=None
-        ``callback(iteration, coef)`` after each iteration; ``{"stop": True}`` ends the fit.
     """
 
     capabilities = capabilities.SOLVERS["quasi-newton"]
@@ -106,7 +104,6 @@ class QuasiNewton(Solver):
         memory = int(self.settings.get("memory", 10))
         tol = float(self.settings.get("tol", 0.0))
         max_iter = int(self.settings.get("max_iter", 100))
-        callback = self.settings.get("callback")
         code, K = smoothing_code("entropy", None, problem.kind)
         smoothing = Smoothing(code, K, mu)
         l1 = penalty.l1 if hasattr(penalty, "l1") else 0.0
@@ -170,8 +167,6 @@ class QuasiNewton(Solver):
                 bar.update()
                 bar.set_postfix(gap=f"{gap:.2e}")
                 bar.log(n_iter, objective=F, gap=gap)
-                if callback is not None and (callback(n_iter, w) or {}).get("stop"):
-                    break
         return QuasiNewtonResult(coef=w, objective=F, dual_objective=F - gap, duality_gap=gap,
                                  converged=converged, n_iter=n_iter,
                                  n_oracle_calls=n_eval[0] * problem.n_samples,
