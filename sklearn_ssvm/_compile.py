@@ -17,7 +17,8 @@ import numpy as np
 COMMON = ("bcfw/chain", "bcfw/multiclass", "bcfw/binary", "bcfw/multilabel", "casimir/chain",
           "casimir/multiclass", "bmrm/chain")
 #: every fit this module knows (``benchmarks/compile_time.py`` times each cold)
-FITS = COMMON + ("bcfw/candidates", "bcfw/graph", "agm/chain", "pragam/binary", "marginals/grid")
+FITS = COMMON + ("bcfw/candidates", "bcfw/graph", "agm/chain", "crf/chain", "pragam/binary",
+                 "marginals/grid")
 
 
 def small_data(family, random_state=0):
@@ -48,7 +49,8 @@ def fit(name):
     from sklearn.exceptions import ConvergenceWarning
 
     from . import (BCFWStructuredSVM, BinarySVM, BMRMStructuredSVM, CandidateSet, ChainCRF,
-                   GraphCRF, MulticlassSVM, MultiLabel, PragamSVC, SmoothSSVMClassifier)
+                   CRFClassifier, GraphCRF, MulticlassSVM, MultiLabel, PragamSVC,
+                   SmoothSSVMClassifier)
     if name not in FITS:
         raise ValueError(f"unknown fit {name!r}: expected one of {', '.join(FITS)}")
     solver, family = name.split("/")
@@ -63,6 +65,7 @@ def fit(name):
         "bcfw": lambda: BCFWStructuredSVM(structure, max_iter=3, random_state=0),
         "casimir": lambda: SmoothSSVMClassifier(structure, max_iter=2, random_state=0),
         "bmrm": lambda: BMRMStructuredSVM(structure, max_iter=5),
+        "crf": lambda: CRFClassifier(structure, c1=0.1, c2=0.1, max_iter=3),
         "agm": lambda: SmoothSSVMClassifier(structure, solver="agm", smoothing="entropy",
                                             top_k=None, max_iter=3),
         "pragam": lambda: PragamSVC(max_iter=20)}[solver]()

@@ -10,7 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_ssvm._kernels.chain import (
+    _SCALED_RANGE,
     _forward_kbest,
+    _log_forward_backward,
+    _scaled_forward_backward,
     forward_backward,
     score_labeling,
     topk_viterbi,
@@ -217,6 +220,61 @@ def test_forward_backward_underflow_fallback():
     assert value == pytest.approx(ref_value, rel=1e-12)
     np.testing.assert_allclose(node, ref_node, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(edge, ref_edge, rtol=1e-9, atol=1e-12)
+
+
+def both_paths(unary, trans, mu):
+    """The scaled and the log-space forward-backward on the same chain."""
+    T, L = unary.shape
+    scaled = [np.zeros((T, L)), np.zeros((max(T - 1, 0), L, L))]
+    pair = np.ones((L, L))  # added to
+    value = _scaled_forward_backward(unary, trans, mu, *scaled, pair)
+    np.testing.assert_allclose(pair - 1.0, scaled[1].sum(axis=0), atol=1e-12)
+    logged = _log_forward_backward(unary, trans, mu, np.zeros((T, L)),
+                                   np.zeros((max(T - 1, 0), L, L)))
+    return (value, *scaled), logged
+
+
+@pytest.mark.parametrize("T, L", [(1, 2), (2, 3), (7, 5), (40, 9)])
+@pytest.mark.parametrize("mu, scale", [(1.0, 3.0), (0.05, 1.0), (2.0, 20.0)])
+def test_scaled_forward_backward_equals_log_space(T, L, mu, scale):
+    """Both recursions of ``forward_backward``, on chains too long to enumerate as well: the
+    same value to 1e-12 and marginals to 1e-12 (the log space's own rounding)."""
+    rng = np.random.default_rng(T * L)
+    unary, trans = random_chain(rng, T, L, scale=scale)
+    unary[rng.random((T, L)) < 0.2] = -np.inf  # forbidden labels are exact zeros in both
+    unary[:, 0] = rng.normal(size=T)
+    (value, node, edge), (ref_value, ref_node, ref_edge) = both_paths(unary, trans, mu)
+    assert np.isfinite(value)
+    assert value == pytest.approx(ref_value, rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(node, ref_node, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(edge, ref_edge, rtol=1e-9, atol=1e-12)
+    assert np.all(node[unary == -np.inf] == 0.0)
+
+
+def test_scaled_forward_backward_refuses_what_could_underflow():
+    """The scaled recursion hands over (NaN, the arrays untouched) where a state's share could
+    be lost: a ``-inf`` transition, or a step whose scores span more than ``_SCALED_RANGE mu``.
+    Unguarded, the second chain loses every path (0 -> 0 costs 2000 at the second token, 0 -> 1
+    costs 1500, both shares underflow), where the answer is finite."""
+    unary = np.array([[0.0, -2000.0], [-2000.0, 0.0]])
+    trans = np.array([[0.0, -1500.0], [-1500.0, 0.0]])
+    forbidden = np.zeros((2, 2))
+    forbidden[0, 1] = -np.inf
+    for u, tr in [(np.zeros((3, 2)), forbidden), (unary, trans), (unary / 5, trans / 5)]:
+        node, edge = np.full((len(u), 2), 7.0), np.full((len(u) - 1, 2, 2), 7.0)
+        assert np.isnan(_scaled_forward_backward(u, tr, 1.0, node, edge, np.zeros((2, 2))))
+        assert np.all(node == 7.0) and np.all(edge == 7.0)
+        value, node, edge = forward_backward(u, tr, 1.0)
+        ref_value, ref_node, ref_edge = brute_marginals(u, tr, 1.0)
+        assert value == pytest.approx(ref_value, rel=1e-12)
+        np.testing.assert_allclose(node, ref_node, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(edge, ref_edge, rtol=1e-9, atol=1e-12)
+    # just inside the range: scaled, and exact
+    u = unary * (_SCALED_RANGE - 1) / 3500
+    tr = trans * (_SCALED_RANGE - 1) / 3500
+    (value, node, edge), (ref_value, ref_node, ref_edge) = both_paths(u, tr, 1.0)
+    assert value == pytest.approx(ref_value, rel=1e-12)
+    np.testing.assert_allclose(node, ref_node, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("T, L", [(1, 3), (3, 3), (5, 4), (6, 2)])

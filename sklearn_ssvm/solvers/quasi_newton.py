@@ -26,7 +26,9 @@ from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg.blas import daxpy
 
+from .._kernels.orthant import clip_direction, orthant_step, pseudo_gradient_into
 from ..structures.base import smoothing_code
 from . import capabilities
 from ._common import ProgressBar, stop_requested
@@ -55,28 +57,28 @@ def pseudo_gradient(w, grad, l1):
     where the l1 term's subdifferential holds ``-grad``."""
     if l1 == 0.0:
         return grad
-    pg = grad + l1 * np.sign(w)
-    zero = w == 0.0
-    right, left = grad[zero] + l1, grad[zero] - l1
-    pg[zero] = np.where(right < 0.0, right, np.where(left > 0.0, left, 0.0))
+    pg = np.empty_like(grad)
+    pseudo_gradient_into(w, grad, l1, pg)
     return pg
 
 
 def two_loop(pg, pairs):
-    """``-H pg`` for the L-BFGS inverse Hessian ``H`` of the ``pairs`` ``(s, y, 1 / <s, y>)``
-    (Nocedal & Wright Algorithm 7.4, initial scaling ``<s, y> / <y, y>`` of the newest)."""
+    """``-H pg`` for the L-BFGS inverse Hessian ``H`` of the ``pairs`` ``(s, y, 1 / <s, y>,
+    <s, y> / <y, y>)`` (Nocedal & Wright Algorithm 7.4, initial scaling the newest pair's
+    last entry). The updates are BLAS axpys in place: at millions of parameters the loop is
+    memory-bound, and a temporary per update doubles its traffic."""
     q = pg.copy()
     alphas = []
-    for s, y, rho in reversed(pairs):
+    for s, y, rho, _ in reversed(pairs):
         a = rho * (s @ q)
-        q -= a * y
+        q = daxpy(y, q, a=-a)
         alphas.append(a)
     if pairs:
-        s, y, rho = pairs[-1]
-        q *= 1.0 / (rho * (y @ y))
-    for (s, y, rho), a in zip(pairs, reversed(alphas)):
-        q += (a - rho * (y @ q)) * s
-    return -q
+        q *= pairs[-1][3]
+    for (s, y, rho, _), a in zip(pairs, reversed(alphas)):
+        q = daxpy(s, q, a=a - rho * (y @ q))
+    q *= -1.0
+    return q
 
 
 class QuasiNewton(Solver):
@@ -110,19 +112,24 @@ class QuasiNewton(Solver):
         n_eval = [0]
 
         def evaluate(w):
-            """``F_mu(w)``, the smooth part's gradient and the mean loss gradient ``g``."""
+            """``F_mu(w)``, the smooth part's gradient, and the gap's terms: the mean loss
+            gradient ``g`` and the penalty ``r(w)``."""
             n_eval[0] += 1
             fg = full_gradient(problem, w, smoothing)
-            p = 0.0 if penalty.p is None else penalty.p
-            return fg.value + penalty.value(w), fg.grad + penalty.c * w - p, fg.grad
+            r = penalty.value(w)
+            grad = fg.grad + penalty.c * w
+            if penalty.p is not None:
+                grad -= penalty.p
+            return fg.value + r, grad, (fg.grad, r)
 
-        def gap_at(w, g):
-            return penalty.value(w) + penalty.conjugate(-g) + w @ g
+        def gap_at(w, terms):
+            g, r = terms
+            return r + penalty.conjugate(-g) + w @ g
 
         w = (np.zeros(problem.n_params) if warm is None
              else np.array(warm.coef, dtype=float, copy=True))
-        F, grad, g = evaluate(w)
-        gap = gap_at(w, g)
+        F, grad, terms = evaluate(w)
+        gap = gap_at(w, terms)
         pairs = deque(maxlen=memory)
         history = []
         converged = gap <= tol
@@ -131,10 +138,8 @@ class QuasiNewton(Solver):
             while not converged and n_iter < max_iter and not stop_requested():
                 pg = pseudo_gradient(w, grad, l1)
                 d = two_loop(pg, pairs)
-                if l1:
-                    d[d * pg >= 0.0] = 0.0  # OWL-QN: only coordinates that descend
-                    orthant = np.where(w != 0.0, np.sign(w), -np.sign(pg))
-                slope = pg @ d
+                # OWL-QN: only coordinates that descend
+                slope = clip_direction(d, pg) if l1 else pg @ d
                 if not slope < 0.0:  # the model lost descent (rounding): restart it
                     pairs.clear()
                     d = -pg
@@ -142,22 +147,22 @@ class QuasiNewton(Solver):
                     if not slope < 0.0:
                         break  # a zero pseudo-gradient: the optimum
                 step = 1.0 if pairs else 1.0 / np.sqrt(pg @ pg)
+                w_new = np.empty_like(w)
                 for _ in range(MAX_HALVINGS):
-                    w_new = w + step * d
-                    if l1:
-                        w_new[np.sign(w_new) != orthant] = 0.0
-                    F_new, grad_new, g_new = evaluate(w_new)
-                    if F_new <= F + ARMIJO * (pg @ (w_new - w)):
+                    decrease = orthant_step(w, d, pg, step, bool(l1), w_new)
+                    F_new, grad_new, terms_new = evaluate(w_new)
+                    if F_new <= F + ARMIJO * decrease:
                         break
                     step *= 0.5
                 else:
                     break  # no decrease left at machine precision
                 s, y = w_new - w, grad_new - grad
                 sy = s @ y
-                if sy > 1e-12 * np.sqrt((s @ s) * (y @ y)):
-                    pairs.append((s, y, 1.0 / sy))
-                w, F, grad, g = w_new, F_new, grad_new, g_new
-                gap = gap_at(w, g)
+                yy = y @ y
+                if sy > 1e-12 * np.sqrt((s @ s) * yy):
+                    pairs.append((s, y, 1.0 / sy, sy / yy))
+                w, F, grad, terms = w_new, F_new, grad_new, terms_new
+                gap = gap_at(w, terms)
                 n_iter += 1
                 converged = gap <= tol
                 history.append(history_record(
