@@ -2,7 +2,7 @@
 at its defaults on the snakes, per MAP oracle.
 
     python benchmarks/graph_defaults.py [--n 200] [--inference auto trws max_product]
-        [--max-iter PASSES] [--bound-tol TOL]
+        [--max-iter PASSES] [--bound-tol TOL] [--crf]
 
 ``make_snakes`` (8x8 images, 10 segments, colour noise 0.3; 11 states): ``--n`` training images
 (seed 0), 100 test images (seed 2). For each ``inference`` one fit at the defaults (``alpha``,
@@ -14,6 +14,12 @@ it is certified, the oracle calls by oracle (with
 it: ``"TRWSMAP (bound)"``; the steps' calls, which need no bound: ``"TRWSMAP (step)"``),
 the share of calls that ran integer programming and the test pixel accuracy. numba compiles
 in a short warm-up fit first, so the timed fits are warm.
+
+``--crf`` also fits ``CRFClassifier`` on the same graphs at its defaults (``c2=1``, L-BFGS for
+at most 100 iterations): the likelihood with TRW's bound on the log-partition function, its
+wall and CPU seconds, iterations, whether it stopped by itself, its gap (of the bound's
+objective: not a certificate) relative to ``loss_scale_``, and the test pixel accuracy of its
+MAP labelings.
 """
 import argparse
 import time
@@ -21,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from sklearn_ssvm import BCFWStructuredSVM
+from sklearn_ssvm import BCFWStructuredSVM, CRFClassifier
 from sklearn_ssvm.datasets import make_snakes
 from sklearn_ssvm.marginals import TRWSMAP
 from sklearn_ssvm.structures import GraphCRF
@@ -32,6 +38,8 @@ parser.add_argument("--inference", nargs="+", default=["auto"])
 parser.add_argument("--max-iter", type=int, default=None, help="passes (default: BCFW's)")
 parser.add_argument("--bound-tol", type=float, default=None,
                     help="with 'trws': TRWSMAP(bound_tol=...) (the checks' bound tolerance)")
+parser.add_argument("--crf", action="store_true",
+                    help="also fit CRFClassifier (TRW's bound on the likelihood)")
 args = parser.parse_args()
 settings = {} if args.max_iter is None else dict(max_iter=args.max_iter)
 
@@ -64,3 +72,17 @@ for inference in args.inference:
           f"{est.duality_gap_ / est.loss_scale_:.3g} | "
           f"{est.relaxation_gap_ / est.loss_scale_:.3g} | {est.gap_certified_} | {dict(calls)} | "
           f"{bound:.2f} | {milp:.2f} | {accuracy:.4f} |")
+
+if args.crf:
+    crf = CRFClassifier(GraphCRF(edge_features=True, directed=True))
+    with warnings.catch_warnings():  # compile
+        warnings.simplefilter("ignore")
+        CRFClassifier(GraphCRF(edge_features=True, directed=True), max_iter=2).fit(X[:5], Y[:5])
+    wall, cpu = time.perf_counter(), time.process_time()
+    crf.fit(X, Y)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    accuracy = np.mean(np.concatenate(crf.predict(X_test)) == np.concatenate(Y_test))
+    print(f"\nCRFClassifier: {wall:.1f} s wall, {cpu:.1f} s CPU, {crf.n_iter_} iterations, "
+          f"stopped by itself: {crf.converged_}, gap / loss scale "
+          f"{crf.duality_gap_ / crf.loss_scale_:.2g} (certified: {crf.gap_certified_}), "
+          f"test accuracy {accuracy:.4f}")

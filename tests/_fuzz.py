@@ -41,7 +41,7 @@ STRUCTURED = {
 #: the structures drawn for an estimator, where not all: those it trains (it refuses the others
 #: by declaration), and for the CRF one it refuses, whose declared error is a case too
 TRAINS = {"pragam-structured": ("candidates", "multiclass"),
-          "crf": ("candidates", "chain", "multiclass")}
+          "crf": ("binary-graph", "candidates", "chain", "graph", "multiclass")}
 STRUCTURES = {"chain": ChainCRF, "multiclass": MulticlassSVM, "binary": BinarySVM,
               "multilabel": MultiLabel, "candidates": CandidateSet, "graph": GraphCRF,
               "edge-graph": lambda: GraphCRF(edge_features=True, directed=True),

@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from sklearn_ssvm import CandidateSet, ChainCRF, CRFClassifier, MulticlassSVM
+from sklearn_ssvm import CandidateSet, ChainCRF, CRFClassifier, GraphCRF, MulticlassSVM
 from sklearn_ssvm.datasets import make_chain_data
-from sklearn_ssvm.estimators.crf import _likelihood
+from sklearn_ssvm.estimators.crf import _likelihood, _nll
 from sklearn_ssvm.solvers.capabilities import refusal
 from sklearn_ssvm.solvers.smooth import Smoothing, full_gradient
+from sklearn_ssvm.structures import BinaryGraphCRF
 from sklearn_ssvm.structures.base import smoothing_code
 
 
@@ -137,6 +138,59 @@ def test_structures_whose_kernels_keep_the_loss_are_refused_as_declared():
         crf.fit(X, y)
     assert str(error.value) == refusal("quasi-newton", "compiled", (), "MulticlassSVM")
     assert not hasattr(crf, "coef_")
+
+
+def as_paths(X):
+    """Chains as graphs: each sequence a path of its tokens."""
+    return [(np.asarray(x), np.array([[t, t + 1] for t in range(len(x) - 1)],
+                                     dtype=np.int64).reshape(-1, 2)) for x in X]
+
+
+def test_graph_crf_on_paths_is_the_chain_crf():
+    """On forests TRW's bound is the log-partition function: the CRF of path graphs
+    (``GraphCRF(directed=True)``: one transition table) is the chain's, the same optimum within
+    both certified gaps, certified, with the chain's marginals."""
+    X, Y = make_chain_data(n_samples=30, n_features=4, n_labels=3, random_state=0)
+    X = [np.asarray(x) for x in X]
+    chain = CRFClassifier(ChainCRF(bias=False), c2=0.5, tol=1e-10, max_iter=500).fit(X, Y)
+    paths = as_paths(X)
+    graph = CRFClassifier(GraphCRF(directed=True), c2=0.5, tol=1e-10, max_iter=500).fit(paths, Y)
+    assert graph.converged_ and graph.gap_certified_
+    # the gaps, and the rounding of TRW's message passing, converged on trees to about 1e-9
+    assert abs(graph.objective_ - chain.objective_) <= (graph.duality_gap_ + chain.duality_gap_
+                                                        + 1e-8)
+    for ours, theirs in zip(graph.predict_marginals(paths[:5]), chain.predict_marginals(X[:5])):
+        np.testing.assert_allclose(ours, theirs, atol=1e-6)
+
+
+def test_loopy_graph_likelihood_is_trws_upper_bound():
+    """On a graph with cycles the likelihood is TRW's bound: above the enumerated negative
+    log-likelihood at any weights, and the fit says it is uncertified; BinaryGraphCRF, which
+    has no log-partition bound, is refused as declared."""
+    rng = np.random.default_rng(0)
+    edges = np.array([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2]])
+    X = [(rng.normal(size=(4, 2)), edges) for _ in range(5)]
+    Y = [rng.integers(0, 3, size=4) for _ in range(5)]
+    Y[0][:] = [0, 1, 2, 0]
+    crf = CRFClassifier(GraphCRF(n_states=3), max_iter=30).fit(X, Y)
+    assert not crf.gap_certified_
+    problem = _likelihood(crf.structure_.prepare(X, Y))
+    structure = crf.structure_
+    for _ in range(3):
+        w = rng.normal(size=problem.n_params)
+        exact = []
+        for x, y in zip(X, Y):
+            phis = np.array([structure.joint_feature(x, np.array(lab)) for lab in
+                             itertools.product(range(3), repeat=4)])
+            truth = structure.joint_feature(x, np.asarray(y))
+            exact.append(np.logaddexp.reduce(phis @ w) - truth @ w)
+        bound = _nll(problem, w)
+        assert np.all(bound >= np.array(exact) - 1e-9)
+        assert np.all(bound <= np.array(exact) + 2.0)  # a bound, not a different model
+    with pytest.raises(ValueError) as error:
+        CRFClassifier(BinaryGraphCRF()).fit([(rng.normal(size=(4, 2)), edges)],
+                                            [np.array([0, 1, 1, 0])])
+    assert str(error.value) == refusal("quasi-newton", "binary_graph", ())
 
 
 def test_warm_start_continues_and_max_iter_warns():

@@ -1,5 +1,4 @@
 """The conditional random field: CRFsuite's objective, trained by L-BFGS / OWL-QN."""
-import dataclasses
 from numbers import Integral, Real
 
 import numpy as np
@@ -8,12 +7,15 @@ from .._validation import Interval
 from ..penalties import ElasticNet
 from ..solvers import capabilities
 from ..solvers.quasi_newton import QuasiNewton, QuasiNewtonResult
+from ..solvers._common import dense_oracles
+from ..solvers.smooth import Smoothing
 from ..structures.base import smoothing_code
 from .base import StructuredEstimator, check_sample_weight, n_examples
 
 
 class CRFClassifier(StructuredEstimator):
-    """Linear-chain conditional random field: the penalised conditional log-likelihood.
+    """Conditional random field (chains, candidate sets, graphs): the penalised conditional
+    log-likelihood.
 
     Minimises
 
@@ -35,10 +37,14 @@ class CRFClassifier(StructuredEstimator):
 
     Parameters
     ----------
-    structure : ChainCRF or CandidateSet
+    structure : ChainCRF, CandidateSet or GraphCRF
         The chain, e.g. ``ChainCRF()`` (its loss options play no part: the likelihood has
-        no task loss), or a ``CandidateSet``, whose likelihood is the conditional logit of
-        each example's zero-loss candidate among its candidates.
+        no task loss), a ``CandidateSet``, whose likelihood is the conditional logit of
+        each example's zero-loss candidate among its candidates, or a ``GraphCRF``: exact on
+        forests; on graphs with cycles the log-partition function is #P-hard and TRW's convex
+        upper bound on it stands in (its entropy smoothing), so the objective is an upper
+        bound on the negative log-likelihood, ``predict_marginals`` gives TRW's
+        pseudo-marginals and the gap is not a certificate (``gap_certified_`` False).
     c1 : float, default=0.0
         CRFsuite's l1 coefficient (its default), used when ``alpha`` is None.
     c2 : float, default=1.0
@@ -78,6 +84,8 @@ class CRFClassifier(StructuredEstimator):
         ``objective_ - dual_objective_ >= F(coef_) - min F``.
     converged_ : bool
         Whether ``duality_gap_ <= tol * loss_scale_``.
+    gap_certified_ : bool
+        Whether the gap is a certificate: False on graphs with cycles (TRW's bound).
     n_iter_ : int
         Iterations made.
     n_evaluations_ : int
@@ -184,13 +192,16 @@ class CRFClassifier(StructuredEstimator):
 
 
 def _likelihood(problem):
-    """``problem`` without its task loss (the chain's label costs zero): the entropy-smoothed
-    hinge at ``mu = 1`` of the result is the negative log-likelihood."""
-    return dataclasses.replace(problem, tok_loss=np.zeros_like(problem.tok_loss), _largest=None)
+    """``problem`` without its task loss: the entropy-smoothed hinge at ``mu = 1`` of the
+    result is the negative log-likelihood (TRW's bound on it on loopy graphs)."""
+    return problem.without_loss()
 
 
 def _nll(problem, coef):
     """Each example's ``log Z_i - <coef, phi(x_i, y_i)>`` (``problem`` without losses)."""
     code, K = smoothing_code("entropy", None, problem.kind)
+    if dense_oracles(problem):
+        values, _, _ = problem.smoothed_all(coef, Smoothing(code, K, 1.0))
+        return np.asarray(values)
     values, _, _ = problem.smoothed_losses(coef, code, 1.0, K)
     return values

@@ -158,12 +158,12 @@ SOLVERS = {
     "quasi-newton": Capabilities(
         name="CRFClassifier", options=("elastic_net", "sample_weight"),
         penalties="elastic_net",
-        refused={("graph", None): "the log-likelihood needs exact marginals (forward-backward "
-                                  "on chains); loopy graphs have TRW's bound only",
-                 ("binary_graph", None): "the log-likelihood needs exact marginals "
-                                         "(forward-backward on chains)"},
+        refused={("binary_graph", None): "the log-likelihood needs the log-partition "
+                                         "function; use GraphCRF, whose entropy smoothing is "
+                                         "TRW's bound on it"},
         certificate="exact duality gap of the log-likelihood objective (the penalty's "
-                    "Fenchel-Young gap at the mean gradient)",
+                    "Fenchel-Young gap at the mean gradient); on loopy graphs of TRW's bound "
+                    "on it, uncertified",
         warm_start=True, path="grid (warm: coefficients)",
         structures=(("ChainCRF", "CandidateSet"),
                     "the likelihood drops the task loss, which the other compiled structures "

@@ -559,6 +559,19 @@ class Problem(ExampleWeights):
             return FEATURE_ALPHA * max(self.weighted_mean(norms), np.finfo(float).tiny)
         return super()._alpha_rule()
 
+    def without_loss(self):
+        """Return this problem without its task loss.
+
+        The label costs are zero, so that the entropy-smoothed hinge at ``mu = 1`` is the
+        negative conditional log-likelihood (``CRFClassifier``).
+
+        Returns
+        -------
+        Problem
+            A copy sharing the packed arrays, its ``tok_loss`` zero.
+        """
+        return replace(self, tok_loss=np.zeros_like(self.tok_loss), _largest=None)
+
     def largest_losses(self):
         """Return each example's largest loss ``max_y L(y_i, y)``.
 
@@ -738,6 +751,8 @@ class GraphProblem(ExampleWeights):
     dense_oracles = True
     #: no compiled structure kind (``smoothing_code`` then refuses l2 over all outputs)
     kind = -1
+    #: whether the smoothed oracles add the task loss (:meth:`without_loss`)
+    augment = True
 
     def __init__(self, structure, examples):
         self.structure = structure
@@ -797,16 +812,36 @@ class GraphProblem(ExampleWeights):
 
     def subset(self, idx):
         """The examples ``idx`` (their sample weights normalised to mean 1 again)."""
-        return type(self)(self.structure, [self.examples[i] for i in idx]).with_sample_weight(
-            self.sample_weight[idx])
+        part = type(self)(self.structure, [self.examples[i] for i in idx])
+        part.augment = self.augment
+        return part.with_sample_weight(self.sample_weight[idx])
+
+    def without_loss(self):
+        """Return this problem with smoothed oracles that add no task loss.
+
+        ``GraphCRF``'s entropy smoothing at ``mu = 1`` is then TRW's bound on the negative
+        conditional log-likelihood (``CRFClassifier``).
+
+        Returns
+        -------
+        GraphProblem
+            A shallow copy sharing the examples.
+        """
+        problem = copy.copy(self)
+        problem.augment = False
+        return problem
+
+    def _smoothed(self, i, coef, smoothing):
+        if self.augment:
+            return self.structure._smoothed(self.examples[i], coef, smoothing)
+        return self.structure._smoothed(self.examples[i], coef, smoothing, augment=False)
 
     def smoothed(self, i, coef, smoothing):
         """Smoothed loss of example ``i`` at ``coef``, its gradient (``E[phi(y)] - phi(y_i)``
         under the smoothing's distribution) and expected loss; ``smoothing`` a
         ``solvers.smooth.Smoothing`` (the hard max, top-K l2, or entropy where the structure
         has it)."""
-        value, gradient, expected_loss, report = self.structure._smoothed(self.examples[i],
-                                                                          coef, smoothing)
+        value, gradient, expected_loss, report = self._smoothed(i, coef, smoothing)
         self._record(report)
         return value, gradient, expected_loss
 
@@ -814,8 +849,7 @@ class GraphProblem(ExampleWeights):
         """:meth:`smoothed` of every example, on the ``n_jobs`` threads (``thread_map``; the
         oracle reports are gathered here, in the calling thread): lists of values, gradients
         and expected losses."""
-        results = thread_map(lambda i: self.structure._smoothed(self.examples[i], coef,
-                                                                smoothing), self.n_samples)
+        results = thread_map(lambda i: self._smoothed(i, coef, smoothing), self.n_samples)
         for r in results:
             self._record(r[3])
         return [r[0] for r in results], [r[1] for r in results], [r[2] for r in results]

@@ -736,17 +736,19 @@ class GraphCRF(BaseEstimator):
                     table[v, s] = best(mask)[1]
         return table, y_best
 
-    def _smoothed(self, example, coef, smoothing):
+    def _smoothed(self, example, coef, smoothing, augment=True):
         """Smoothed hinge of one example, its gradient, the expected loss and ``(oracle name,
         exact)``: the hard max, top-K l2 smoothing by BMMF (spec 000 Algo. 10 and eq. (11)),
-        or entropy smoothing through TRW's bound (:meth:`_trw_smoothed`)."""
+        or entropy smoothing through TRW's bound (:meth:`_trw_smoothed`); of the scores
+        without the task loss where ``augment`` is False (at ``mu = 1`` with entropy: TRW's
+        bound on the negative log-likelihood)."""
         if smoothing.code == ENTROPY:
-            return self._trw_smoothed(example, coef, smoothing.mu)
+            return self._trw_smoothed(example, coef, smoothing.mu, augment)
         if smoothing.code == NONE:
-            y_star, value, gold, report = self._decode(example, coef, True)
+            y_star, value, gold, report = self._decode(example, coef, augment)
             labelings, weights, value = [y_star], np.ones(1), value - gold
         else:
-            potentials, gold = self._potentials(example, coef, True)
+            potentials, gold = self._potentials(example, coef, augment)
             oracle = self._oracle(example, potentials)
             report = (type(oracle).__name__, bool(getattr(oracle, "exact", False)))
             labelings, scores = bmmf_topk(
@@ -760,14 +762,14 @@ class GraphCRF(BaseEstimator):
             expected_loss += weights[k] * self._loss(example, labelings[k])
         return float(value), gradient, expected_loss, report
 
-    def _trw_smoothed(self, example, coef, mu):
+    def _trw_smoothed(self, example, coef, mu, augment=True):
         """Entropy smoothing ``mu log sum_y exp(H(y) / mu)`` (Pillutla et al. 2018, eq. (8))
         replaced by TRW's bound ``mu Phi_TRW(theta / mu)`` (Wainwright et al. 2005; spec 004's
         local-polytope TRW at uniform spanning-tree weights): a convex upper bound on the
         entropy-smoothed hinge, hence on the hinge, with gradient the pseudo-marginals'
         ``E_tau[phi] - phi(y_i)``. Exact on forests; elsewhere the pseudo-marginals are not a
         distribution over labelings, so no certificate (``exact=False``)."""
-        potentials, gold = self._potentials(example, coef, True)
+        potentials, gold = self._potentials(example, coef, augment)
         mrf = example.mrf
         bound, tau = self._trw(example, potentials / mu)
         S = self.n_states_
