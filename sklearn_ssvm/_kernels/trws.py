@@ -87,6 +87,7 @@ def _sweep(theta, layout, logm, gamma, forward, hat, new):
     later (forward) or earlier neighbours."""
     node_off, edges, edge_off, n_states, inc_ptr, inc_edge, inc_other, inc_first = layout
     N = n_states.shape[0]
+    own = np.empty(hat.shape[0])
     for i in range(N):
         s = i if forward else N - 1 - i
         _belief(theta, layout, logm, s, hat)
@@ -99,16 +100,32 @@ def _sweep(theta, layout, logm, gamma, forward, hat, new):
             back = 2 * e + (0 if inc_first[k] else 1)  # the message t -> s
             out = 2 * e + (1 if inc_first[k] else 0)  # the message s -> t
             St = n_states[t]
+            # m(x_t) = max_{x_s} own(x_s) + theta_st(x_s, x_t), own = gamma_s hat - m_{t->s}:
+            # the maxima over x_s in increasing order either way (the same ties), the edge's
+            # table read along its rows
+            for xs in range(Ss):
+                own[xs] = gamma[s] * hat[xs] - logm[back, xs]
+            base = edge_off[e]
+            if inc_first[k]:  # table (x_s, x_t)
+                for xt in range(St):
+                    new[xt] = -np.inf
+                for xs in range(Ss):
+                    o = own[xs]
+                    row = base + xs * St
+                    for xt in range(St):
+                        v = o + theta[row + xt]
+                        new[xt] = v if v > new[xt] else new[xt]
+            else:  # table (x_t, x_s)
+                for xt in range(St):
+                    row = base + xt * Ss
+                    best = -np.inf
+                    for xs in range(Ss):
+                        v = own[xs] + theta[row + xs]
+                        best = v if v > best else best
+                    new[xt] = best
             top = -np.inf
             for xt in range(St):
-                best = -np.inf
-                for xs in range(Ss):
-                    v = gamma[s] * hat[xs] - logm[back, xs] + _pair(theta, layout, k, xs, xt)
-                    if v > best:
-                        best = v
-                new[xt] = best
-                if best > top:
-                    top = best
+                top = new[xt] if new[xt] > top else top
             for xt in range(St):
                 logm[out, xt] = new[xt] - top
 
@@ -140,13 +157,15 @@ def chain_bound(theta, layout, logm, gamma, n_in, n_out, carry, hat):
             into_s = 2 * e + (1 if inc_first[k] else 0)  # t is the other end: message t -> s
             into_t = 2 * e + (0 if inc_first[k] else 1)
             Ss = n_states[s]
+            # theta_ts(x_t, x_s) at base + x_t * row + x_s * col
+            row, col = (Ss, 1) if inc_first[k] else (1, St)
+            base = edge_off[e]
             for xt in range(St):
                 best = -np.inf
                 for xs in range(Ss):
-                    v = (carry[e, xs] + _pair(theta, layout, k, xt, xs) - logm[into_s, xs]
+                    v = (carry[e, xs] + theta[base + xt * row + xs * col] - logm[into_s, xs]
                          - logm[into_t, xt])
-                    if v > best:
-                        best = v
+                    best = v if v > best else best
                 table[xt] = best + gamma[t] * hat[xt]
             if j_in < n_out[t]:  # the chain goes on along t's j_in-th later edge
                 _pass_on(layout, t, j_in, table, carry)
