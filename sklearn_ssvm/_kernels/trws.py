@@ -157,16 +157,26 @@ def chain_bound(theta, layout, logm, gamma, n_in, n_out, carry, hat):
             into_s = 2 * e + (1 if inc_first[k] else 0)  # t is the other end: message t -> s
             into_t = 2 * e + (0 if inc_first[k] else 1)
             Ss = n_states[s]
-            # theta_ts(x_t, x_s) at base + x_t * row + x_s * col
-            row, col = (Ss, 1) if inc_first[k] else (1, St)
+            # the maxima over x_s in increasing order for every x_t at once (the same ties),
+            # theta_ts(x_t, x_s) at base + x_t * step + x_s * jump
+            step, jump = (Ss, 1) if inc_first[k] else (1, St)
             base = edge_off[e]
             for xt in range(St):
-                best = -np.inf
-                for xs in range(Ss):
-                    v = (carry[e, xs] + theta[base + xt * row + xs * col] - logm[into_s, xs]
-                         - logm[into_t, xt])
-                    best = v if v > best else best
-                table[xt] = best + gamma[t] * hat[xt]
+                table[xt] = -np.inf
+            for xs in range(Ss):
+                c = carry[e, xs]
+                m = logm[into_s, xs]
+                at = base + xs * jump
+                if step == 1:  # contiguous in x_t
+                    for xt in range(St):
+                        v = c + theta[at + xt] - m - logm[into_t, xt]
+                        table[xt] = v if v > table[xt] else table[xt]
+                else:
+                    for xt in range(St):
+                        v = c + theta[at + xt * step] - m - logm[into_t, xt]
+                        table[xt] = v if v > table[xt] else table[xt]
+            for xt in range(St):
+                table[xt] += gamma[t] * hat[xt]
             if j_in < n_out[t]:  # the chain goes on along t's j_in-th later edge
                 _pass_on(layout, t, j_in, table, carry)
             else:  # it ends at t
