@@ -4,8 +4,7 @@ from numbers import Integral, Real
 from sklearn.base import clone
 
 from .._validation import Interval, Options
-from ..solvers.bcfw import (BCFW, BCFWResult, DualState, keep_primal_rescale,
-                            rescale_active_sets, transfer_blocks)
+from ..solvers.bcfw import BCFW, BCFWResult, transfer_blocks
 from ..solvers.bcfw_cluster import BCFWCluster
 from .base import StructuredEstimator, training_key
 
@@ -274,10 +273,7 @@ class BCFWStructuredSVM(StructuredEstimator):
                 # labelings, so the warm start begins at the previous primal point, its gap
                 # still exact (the rescaling is the L2 penalty's: with l1 the dual point is
                 # kept, still feasible)
-                rho = alpha / previous.alpha_
-                warm.state = keep_primal_rescale(warm.state, rho, DualState.at_labels(problem))
-                if warm.active_sets is not None:
-                    warm.active_sets = rescale_active_sets(problem, warm.active_sets, rho)
+                warm = solver.rescaled(problem, warm, alpha / previous.alpha_)
         result = solver.solve(problem, self._penalty(alpha), warm=warm)
         return self._fitted(result, _data_key=data_key, n_oracle_calls_=result.n_oracle_calls,
                             primal_objective_=result.objective,

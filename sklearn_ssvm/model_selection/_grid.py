@@ -10,7 +10,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_params
-from ..solvers.bcfw import DualState, bcfw, keep_primal_rescale, rescale_active_sets
+from ..solvers.bcfw import BCFW, BCFWResult, DualState
 from ..solvers.bcfw_path import block_deltas, check_zero_loss
 from ._path import (_as_generator, _certified_path_refusal, _PathResult, _seed_sequences,
                     _solver_settings, _uses_atoms)
@@ -100,9 +100,9 @@ class GridSearchPath(_PathResult):
 # grid search baseline (§8.5)
 # ----------------------------------------------------------------------------------------------
 
-def _timed_bcfw(problem, alpha, **kwargs):
+def _timed_solve(solver, problem, alpha):
     t = time.perf_counter()
-    res = bcfw(problem, alpha, **kwargs)
+    res = solver.solve(problem, alpha)
     return res, time.perf_counter() - t
 
 
@@ -182,8 +182,8 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
     points = []
     if warm_start is None:
         seeds = _seed_sequences(random_state, alphas.size)
-        jobs = (delayed(_timed_bcfw)(problem, a, tol=tol, averaging=False, n_jobs=1,
-                                     random_state=np.random.default_rng(s), **settings)
+        jobs = (delayed(_timed_solve)(BCFW(**settings, tol=tol, averaging=False, n_jobs=1,
+                                           random_state=np.random.default_rng(s)), problem, a)
                 for a, s in zip(alphas, seeds))
         for a, (res, secs) in zip(alphas, Parallel(n_jobs=n_jobs, prefer="threads")(jobs)):
             points.append(dict(alpha=a, coef=res.coef, gap=res.certificate.gap,
@@ -192,28 +192,24 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
         check_zero_loss(problem)
         if n_jobs is None:
             n_jobs = getattr(estimator, "n_jobs", None)
-        rng = _as_generator(random_state)
+        solver = BCFW(**settings, tol=tol, averaging=False, n_jobs=n_jobs,
+                      random_state=_as_generator(random_state))
         vertex = DualState.at_labels(problem)
         prev = None
         for a in alphas:
-            kwargs = dict(settings, tol=tol, averaging=False, n_jobs=n_jobs, random_state=rng)
             t = time.perf_counter()
+            warm = None
             if prev is not None:
                 res_prev, a_prev = prev
-                atoms = res_prev.active_sets if _uses_atoms(settings) else None
+                # the previous dual point, its atoms, and (keep_primal) its exact block gaps
+                warm = BCFWResult(coef=res_prev.coef, state=res_prev.state,
+                                  active_sets=(res_prev.active_sets if _uses_atoms(settings)
+                                               else None))
                 if warm_start == "keep_primal":
-                    rho = a / a_prev
-                    deltas = block_deltas(problem, res_prev.state, res_prev.coef, vertex)
-                    kwargs["init"] = keep_primal_rescale(res_prev.state, rho, vertex)
-                    kwargs["init_estimates"] = np.maximum(
-                        res_prev.certificate.block_gaps + (1.0 - rho) * deltas, 0.0)
-                    if atoms is not None:
-                        kwargs["init_active_sets"] = rescale_active_sets(problem, atoms, rho)
-                else:
-                    kwargs["init"] = res_prev.state
-                    if atoms is not None:
-                        kwargs["init_active_sets"] = atoms
-            res = bcfw(problem, a, **kwargs)
+                    warm.gap_estimates = res_prev.certificate.block_gaps
+                    warm = solver.rescaled(problem, warm, a / a_prev, deltas=block_deltas(
+                        problem, res_prev.state, res_prev.coef, vertex))
+            res = solver.solve(problem, a, warm=warm)
             points.append(dict(alpha=a, coef=res.coef, gap=res.certificate.gap,
                                calls=res.n_oracle_calls, time=time.perf_counter() - t))
             prev = (res, a)

@@ -33,8 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_params
 from ..solvers._common import kernel_threads
-from ..solvers.bcfw import (DualState, bcfw, certificate, keep_primal_rescale,
-                            rescale_active_sets)
+from ..solvers.bcfw import BCFW, BCFWResult, DualState, certificate
 from ..solvers.bcfw_path import block_deltas, check_zero_loss, initialize_path
 
 __all__ = ["PathCV", "RegularizationPath", "cross_validate_path", "regularization_path"]
@@ -492,6 +491,8 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
     n = problem.n_samples
     tol = kappa * eps
     exact = not heuristic
+    solver = BCFW(**settings, tol=tol, random_state=rng, n_jobs=n_jobs, averaging=False,
+                  certify=exact)
     t0 = time.perf_counter()
     vertex = DualState.at_labels(problem)
 
@@ -551,15 +552,12 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
             reason = "time_budget"
         if reason is not None:
             return result(records, reason, next_alpha, start)
-        # Prop. 1 warm start: w kept, gaps moved by (1 - rho) delta_i
-        init = keep_primal_rescale(state, rho, vertex)
-        moved = deltas if exact else np.maximum(deltas, 0.0)  # stale estimates: clamp (§8.3)
-        kwargs = dict(settings)
-        if atoms is not None:
-            kwargs["init_active_sets"] = rescale_active_sets(problem, atoms, rho)
-        res = bcfw(problem, next_alpha, tol=tol, init=init,
-                   init_estimates=np.maximum(gaps + (1.0 - rho) * moved, 0.0),
-                   random_state=rng, n_jobs=n_jobs, averaging=False, certify=exact, **kwargs)
+        # Prop. 1 warm start: w kept, gaps moved by (1 - rho) delta_i (stale estimates: by
+        # their positive parts, §8.3)
+        warm = solver.rescaled(problem, BCFWResult(coef=coef, state=state, active_sets=atoms,
+                                                   gap_estimates=gaps),
+                               rho, deltas=deltas, stale=not exact)
+        res = solver.solve(problem, next_alpha, warm=warm)
         calls += res.n_oracle_calls
         cert = res.certificate
         atoms = res.active_sets if atoms is not None else None

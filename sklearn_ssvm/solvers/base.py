@@ -74,6 +74,34 @@ class Solver(ABC):
         _capabilities.check(self.capabilities, problem)  # the structure kinds it refuses
         return self._solve(problem, penalty, warm)
 
+    def rescaled(self, problem, warm, ratio, deltas=None, stale=False):
+        """A warm start at ``ratio`` times the strength of the penalty ``warm`` was fitted at.
+
+        The estimators' warm starts, the grid path and the certified path move a previous
+        result to a new ``alpha`` through this one hook. By default ``warm`` itself: the
+        coefficients, cutting planes or learning rate a solver continues from are a start at
+        any penalty.
+
+        Parameters
+        ----------
+        problem : Problem
+            The packed examples ``warm`` was fitted on.
+        warm : SolverResult
+            The previous result.
+        ratio : float
+            ``alpha_new / alpha_old``.
+        deltas : ndarray of shape (n_samples,) or None, default=None
+            Per-block quantities a solver's rescaling may need (BCFW's ``delta_i`` of
+            Prop. 1, to move its gap estimates).
+        stale : bool, default=False
+            Whether ``warm``'s per-block gap estimates are stale bounds rather than gaps.
+
+        Returns
+        -------
+        SolverResult
+        """
+        return warm
+
     @abstractmethod
     def _solve(self, problem, penalty, warm):
         """:meth:`solve` on a penalty the solver takes."""

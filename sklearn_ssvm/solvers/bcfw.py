@@ -819,6 +819,24 @@ class BCFW(Solver):
 
     capabilities = capabilities.SOLVERS["bcfw"]
 
+    def rescaled(self, problem, warm, ratio, deltas=None, stale=False):
+        """Prop. 1 (spec 002 eq. (12)) for a smaller L2 ``alpha`` (``ratio`` in ``(0, 1]``):
+        ``w`` kept, the dual moved towards the true labelings (:func:`keep_primal_rescale`),
+        the active sets alike (:func:`rescale_active_sets`), and where ``warm`` holds gap
+        estimates and ``deltas`` (``bcfw_path.block_deltas`` at ``warm``) each moved by
+        ``(1 - ratio) delta_i`` (by its positive part for ``stale`` bounds, §8.3), at least 0.
+        The one rescaling of the estimator's warm start, the grid path and the certified
+        path."""
+        vertex = DualState.at_labels(problem)
+        atoms = (None if warm.active_sets is None
+                 else rescale_active_sets(problem, warm.active_sets, ratio))
+        estimates = None
+        if warm.gap_estimates is not None and deltas is not None:
+            moved = np.maximum(deltas, 0.0) if stale else deltas
+            estimates = np.maximum(warm.gap_estimates + (1.0 - ratio) * moved, 0.0)
+        return BCFWResult(coef=warm.coef, state=keep_primal_rescale(warm.state, ratio, vertex),
+                          active_sets=atoms, gap_estimates=estimates)
+
     def _solve(self, problem, penalty, warm):
         if warm is None:
             return bcfw(problem, penalty, **self.settings)
