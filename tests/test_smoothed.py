@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from sklearn_ssvm import BinarySVM, CandidateSet, ChainCRF, MulticlassSVM, MultiLabel
+from sklearn_ssvm._kernels.chain import _SCALED_RANGE
 from sklearn_ssvm._kernels.labelings import labeling_score
 from sklearn_ssvm._kernels.smoothed import (ENTROPY, L2, NONE, TOP_K, enumerable_outputs,
                                             smoothed_oracle, smoothed_oracle_work_size)
@@ -196,3 +197,22 @@ def test_errors():
     problem = structure.pack(X, Y)
     with pytest.raises(ValueError, match="enumerated outputs"):
         problem.smoothed_losses(coef, L2, 1.0, 1)
+
+
+def test_chain_entropy_falls_back_to_log_space_exactly():
+    """At a temperature that spreads the transitions beyond the scaled recursion's range, the
+    chain's entropy oracle takes the log-space recursion for every example: still the
+    enumerated value and gradient."""
+    rng = np.random.default_rng(7)
+    structure, X, Y = make_data("chain-count", rng)
+    coef = 50.0 * rng.normal(size=structure.n_params)
+    mu = 0.05
+    _, theta = structure.prepare(X, Y).split_coef(coef)
+    assert (theta.max() - theta.min()) / mu > _SCALED_RANGE  # every step hands over
+    for x, y in zip(X, Y):
+        _, Phi, losses, phi_true = all_features(structure, x, y)
+        z = losses + (Phi - phi_true) @ coef
+        value, grad = structure.smoothed_oracle(x, y, coef, "entropy", mu, None)
+        expected, u = reference(z, "entropy", None, mu)
+        assert value == pytest.approx(expected, rel=1e-12, abs=1e-10)
+        np.testing.assert_allclose(grad, u @ Phi - phi_true, atol=1e-8)

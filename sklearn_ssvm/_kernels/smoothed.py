@@ -21,8 +21,8 @@ import numpy as np
 from numba import njit
 
 from .batch import max_length
-from .chain import (_insert_sorted, _scaled_forward_backward, forward_backward, topk_viterbi_into,
-                    topk_viterbi_work_size)
+from .chain import (_insert_sorted, _log_forward_backward, _scaled_forward_backward,
+                    topk_viterbi_into, topk_viterbi_work_size)
 from .labelings import (BINARY, CANDIDATES, CHAIN, MULTICLASS, MULTILABEL_FULL, TRUE, add_stats,
                         chain_augment, chain_restore, example_graph, label_loss, labeling_score,
                         multilabel_unary, oracle, oracle_work_size, tree_pair_into)
@@ -116,9 +116,9 @@ def _chain_smoothed(U, theta, y_true, losses, graph, smoother, M_i, Q_i, work):
         # the scaled recursion writes the statistics in place; where it hands over, log space
         value = _scaled_forward_backward(U, trans, mu, M_i, np.empty((0, C, C)),
                                          Q_i.reshape((C, C)))
-        if value != value:
-            value, node, edge = forward_backward(U, trans, mu)
-            M_i[:, :] = node
+        if value != value:  # straight to log space: the scaled attempt would only repeat
+            value, _, edge = _log_forward_backward(U, trans, mu, M_i,
+                                                   np.zeros((max(T - 1, 0), C, C)))
             for t in range(T - 1):
                 for a in range(C):
                     for b in range(C):
