@@ -3,7 +3,7 @@ from .estimators import (BCFWStructuredSVM, BMRMStructuredSVM, CRFClassifier, Pr
                          PragamSVC, SmoothSSVMClassifier)
 from .model_selection import (BCFWStructuredSVMCV, BMRMStructuredSVMCV, GridSearchPath, PathCV,
                               RegularizationPath, SmoothSSVMClassifierCV, cross_validate_path,
-                              grid_search_path, regularization_path)
+                              cross_validated, grid_search_path, regularization_path)
 from .structures import (BinarySVM, CandidateSet, ChainCRF, GraphCRF, MulticlassSVM, MultiLabel,
                          grid_graph)
 
@@ -13,5 +13,5 @@ __all__ = ["BCFWStructuredSVM", "BCFWStructuredSVMCV", "BMRMStructuredSVM", "BMR
            "BinarySVM", "CRFClassifier", "CandidateSet", "ChainCRF", "GraphCRF", "GridSearchPath",
            "MultiLabel", "MulticlassSVM", "PathCV", "PragamStructuredSVM", "PragamSVC", "RegularizationPath",
            "SmoothSSVMClassifier",
-           "SmoothSSVMClassifierCV", "cross_validate_path", "grid_graph", "grid_search_path",
-           "regularization_path"]
+           "SmoothSSVMClassifierCV", "cross_validate_path", "cross_validated", "grid_graph",
+           "grid_search_path", "regularization_path"]

@@ -32,6 +32,11 @@ from numbers import Real
 
 import numpy as np
 
+#: the protocol's methods: ``value``, which every penalty writes, and the maps, which a penalty
+#: may implement or leave out
+METHODS = ("value", "prox", "conjugate", "dual_map", "model_min", "plus_prox",
+           "least_norm_subgradient")
+
 
 def soft_threshold(v, t):
     """Apply the soft-threshold ``sign(v) max(|v| - t, 0)`` entry by entry.
@@ -92,19 +97,84 @@ class Penalty(ABC):
     The proximal and conjugate maps of convex analysis (Beck 2017, ch. 4-6) that the solvers
     of spec 000, 001 and 002 use.
 
-    A solver asks a penalty for the methods below and nothing else (the module docstring says
-    what each is for); a new penalty implements them and works with every solver whose
-    capabilities declare ``penalties="any"`` (AGM). The solvers whose compiled steps are the
-    elastic net's soft-threshold (BCFW, the stochastic solvers) take :class:`ElasticNet` only,
-    and say so before any work. ``tests/test_worked_examples.py`` checks the contract (the
-    optimality of ``prox`` and ``model_min``, Fenchel-Young for ``conjugate`` and
-    ``dual_map``) over every implementation, a group lasso among them.
+    A solver asks a penalty for some of the methods below and nothing else (the module
+    docstring says what each is for). Only :meth:`value` must be written: a penalty implements
+    the maps it has, and every solver whose capabilities list those methods
+    (``Capabilities.penalty_methods``: AGM's are ``value``, ``conjugate`` and ``model_min``)
+    takes it. The solvers whose compiled steps are a known penalty's (BCFW, the stochastic
+    solvers: the elastic net's soft-threshold) take the penalties whose :attr:`code` their
+    kernels run, and refuse the others, with the declared message, before any work.
+    ``tests/test_worked_examples.py`` checks the contract (the optimality of ``prox`` and
+    ``model_min``, Fenchel-Young for ``conjugate`` and ``dual_map``) over every
+    implementation, a group lasso among them.
+
+    An estimator's ``penalty`` is the regulariser at ``alpha = 1``: a fit binds it to the
+    packed examples (:meth:`bind`, where it needs their layout) and scales it by the
+    estimator's ``alpha`` (:meth:`scaled`), so ``alpha=None``, the CV estimators and the
+    paths walk its strength as they walk the elastic net's.
 
     Attributes
     ----------
     c : float
         The modulus of strong convexity: ``r(w) - (c/2) ||w||^2`` is convex.
     """
+
+    #: the compiled penalty this one is, by the name the compiled solvers' kernels run it
+    #: under (``Capabilities.penalty_codes``); None: none, only solvers that ask the methods
+    #: take it
+    code = None
+
+    def methods(self):
+        """Return the names of the protocol's maps this penalty implements.
+
+        Returns
+        -------
+        frozenset of str
+            The methods among :data:`METHODS` that its class writes (the others raise
+            ``NotImplementedError``).
+        """
+        return frozenset(name for name in METHODS
+                         if getattr(type(self), name) is not getattr(Penalty, name))
+
+    def bind(self, problem):
+        """Return this penalty for the coefficients of ``problem``.
+
+        A fit calls it once on the packed examples, before :meth:`scaled`: a penalty that
+        depends on the coefficients' layout (``[vec(W), theta]``, ``W`` of shape
+        ``(problem.n_features, problem.n_codes)`` on the compiled structures, see
+        ``problem.split_coef``) builds itself here. By default this penalty itself.
+
+        Parameters
+        ----------
+        problem : Problem
+            The packed training examples (``problem.n_params`` coefficients).
+
+        Returns
+        -------
+        Penalty
+            The penalty of these coefficients.
+        """
+        return self
+
+    def scaled(self, alpha):
+        """Return ``alpha`` times this penalty.
+
+        The estimators' regulariser at their ``alpha``; by default a penalty whose maps are
+        this one's, scaled (those this penalty implements).
+
+        Parameters
+        ----------
+        alpha : float
+            Regularisation strength, ``alpha > 0``.
+
+        Returns
+        -------
+        Penalty
+            ``alpha`` times this penalty.
+        """
+        if not alpha > 0:
+            raise ValueError(f"alpha must be > 0, got {alpha!r}.")
+        return _Scaled(self, float(alpha))
 
     @abstractmethod
     def value(self, w):
@@ -121,7 +191,6 @@ class Penalty(ABC):
             ``r(w)``.
         """
 
-    @abstractmethod
     def prox(self, v, step):
         """Return the proximal operator ``argmin_x ||x - v||^2 / (2 step) + r(x)``.
 
@@ -137,8 +206,8 @@ class Penalty(ABC):
         ndarray of shape (n_params,)
             The minimiser ``x``.
         """
+        raise NotImplementedError(f"{type(self).__name__} has no prox.")
 
-    @abstractmethod
     def conjugate(self, u):
         """Return the convex conjugate ``r*(u) = max_w <u, w> - r(w)``.
 
@@ -152,8 +221,8 @@ class Penalty(ABC):
         float
             ``r*(u)``.
         """
+        raise NotImplementedError(f"{type(self).__name__} has no conjugate.")
 
-    @abstractmethod
     def dual_map(self, u):
         """Return the primal point of a dual point, ``grad r*(u) = argmax_w <u, w> - r(w)``.
 
@@ -167,8 +236,8 @@ class Penalty(ABC):
         ndarray of shape (n_params,)
             ``w(u)``.
         """
+        raise NotImplementedError(f"{type(self).__name__} has no dual_map.")
 
-    @abstractmethod
     def model_min(self, q, c):
         """Return the minimiser of the model ``(c/2) ||x||^2 - <q, x> + r(x)``.
 
@@ -186,8 +255,8 @@ class Penalty(ABC):
         ndarray of shape (n_params,)
             The minimiser.
         """
+        raise NotImplementedError(f"{type(self).__name__} has no model_min.")
 
-    @abstractmethod
     def plus_prox(self, kappa, center):
         """Return this penalty plus ``(kappa/2) ||w - center||^2`` (constant dropped).
 
@@ -203,8 +272,8 @@ class Penalty(ABC):
         Penalty
             A new penalty, ``kappa`` more strongly convex; this one is left unchanged.
         """
+        raise NotImplementedError(f"{type(self).__name__} has no plus_prox.")
 
-    @abstractmethod
     def least_norm_subgradient(self, w, grad):
         """Return the least-norm element of ``grad + d r(w)``.
 
@@ -220,6 +289,7 @@ class Penalty(ABC):
         ndarray of shape (n_params,)
             The least-norm subgradient of ``loss + r`` at ``w``.
         """
+        raise NotImplementedError(f"{type(self).__name__} has no least_norm_subgradient.")
 
     def subgradient_distance(self, w, grad):
         """Return the largest violation of the optimality condition of ``loss + r``.
@@ -300,6 +370,31 @@ class ElasticNet(Penalty):
         if not alpha > 0:
             raise ValueError(f"alpha must be > 0, got {alpha!r}.")
         return cls(float(alpha) * (1.0 - l1_ratio), float(alpha) * l1_ratio)
+
+    @property
+    def code(self):
+        """``"l2"`` (no l1 part, no linear term) or ``"elastic_net"``: what the compiled
+        solvers' kernels run."""
+        return "l2" if self.l1 == 0 and self.p is None else "elastic_net"
+
+    def scaled(self, alpha):
+        """Return ``alpha`` times this penalty, an elastic net again.
+
+        Parameters
+        ----------
+        alpha : float
+            Regularisation strength, ``alpha > 0``.
+
+        Returns
+        -------
+        ElasticNet
+            ``c``, ``l1`` and ``p`` times ``alpha``.
+        """
+        if not alpha > 0:
+            raise ValueError(f"alpha must be > 0, got {alpha!r}.")
+        alpha = float(alpha)
+        return ElasticNet(alpha * self.c, alpha * self.l1, None if self.p is None
+                          else alpha * self.p)
 
     def plus_prox(self, kappa, center):
         """Return this penalty plus ``(kappa/2) ||w - center||^2`` (constant dropped).
@@ -446,6 +541,63 @@ class ElasticNet(Penalty):
         if not self.l1 > 0:
             return g
         return np.where(w != 0, g + self.l1 * np.sign(w), soft_threshold(g, self.l1))
+
+
+@dataclass(frozen=True)
+class _Scaled(Penalty):
+    """``alpha r(w)``, ``r`` any :class:`Penalty`: its maps through ``r``'s.
+
+    The maps of a scaled function (Beck 2017, ch. 4 and 6): ``prox`` at ``step`` is ``r``'s at
+    ``alpha step``; ``conjugate(u) = alpha r*(u / alpha)``,
+    ``dual_map(u) = grad r*(u / alpha)``; ``model_min(q, c)`` is ``r``'s at ``(q / alpha, c /
+    alpha)``; ``plus_prox`` scales ``r``'s by ``kappa / alpha``. Only the maps ``r`` implements
+    are implemented.
+
+    Parameters
+    ----------
+    base : Penalty
+        The penalty ``r``.
+    alpha : float
+        Its weight, ``alpha > 0``.
+    """
+
+    base: Penalty
+    alpha: float
+
+    def __repr__(self):
+        return f"{self.alpha!r} * {self.base!r}"
+
+    @property
+    def c(self):
+        """The modulus of strong convexity, ``alpha`` times ``base``'s."""
+        return self.alpha * self.base.c
+
+    def methods(self):
+        return self.base.methods()
+
+    def value(self, w):
+        return self.alpha * self.base.value(w)
+
+    def prox(self, v, step):
+        return self.base.prox(v, self.alpha * step)
+
+    def conjugate(self, u):
+        return self.alpha * self.base.conjugate(u / self.alpha)
+
+    def dual_map(self, u):
+        return self.base.dual_map(u / self.alpha)
+
+    def model_min(self, q, c):
+        return self.base.model_min(q / self.alpha, c / self.alpha)
+
+    def plus_prox(self, kappa, center):
+        return _Scaled(self.base.plus_prox(kappa / self.alpha, center), self.alpha)
+
+    def least_norm_subgradient(self, w, grad):
+        return self.alpha * self.base.least_norm_subgradient(w, grad / self.alpha)
+
+    def scaled(self, alpha):
+        return self.base.scaled(self.alpha * float(alpha))
 
 
 def as_penalty(penalty):

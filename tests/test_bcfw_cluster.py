@@ -55,7 +55,7 @@ def test_cluster_fit_reaches_the_local_optimum_with_an_exact_gap(client, problem
 def test_cluster_fit_refuses_what_it_cannot_scale(client, problem):
     from sklearn_ssvm.penalties import ElasticNet
     # called directly, it refuses with the messages its capabilities declare
-    with pytest.raises(ValueError, match="with l1_ratio > 0: CoCoA"):
+    with pytest.raises(ValueError, match=r"with an l1 part \(l1_ratio > 0\): CoCoA"):
         bcfw_cluster(client, problem, ElasticNet(ALPHA, 0.01))
     with pytest.raises(ValueError, match="takes the L2 penalty"):
         bcfw_cluster(client, problem, ElasticNet(ALPHA, p=np.zeros(problem.n_params)))
@@ -102,7 +102,7 @@ def test_the_estimator_fits_on_the_cluster_within_the_gap_bound_of_the_local_fit
 def test_the_estimator_refuses_what_the_cluster_does_not_keep(client):
     X, Y = chains()
     with client.as_current():
-        cases = [(dict(l1_ratio=0.5), "does not train the compiled structures with l1_ratio"),
+        cases = [(dict(l1_ratio=0.5), "does not train the compiled structures with an l1 part"),
                  (dict(averaging=True, step="fw"), "averaging=True"),
                  (dict(warm_start=True), "warm_start=True"),
                  (dict(cache=True), "oracle cache")]
@@ -116,5 +116,5 @@ def test_the_estimator_refuses_what_the_cluster_does_not_keep(client):
                 1.0, 201.0))
         # the CV's folds warm-start from each other: it has no cluster option
         assert "cluster" not in BCFWStructuredSVMCV(ChainCRF()).get_params()
-        with pytest.raises(ValueError, match="Certified paths run on one machine"):
+        with pytest.raises(ValueError, match=r"declares certified_path.*cluster fits keep"):
             regularization_path(BCFWStructuredSVM(ChainCRF(), cluster=True), X, Y)

@@ -346,7 +346,7 @@ def test_bad_l1_ratio_is_refused(bad):
 
 def test_unsupported_combinations_are_refused():
     X, Y = chain_data(np.random.default_rng(10))
-    with pytest.raises(ValueError, match="with coef_bounds and l1_ratio > 0"):
+    with pytest.raises(ValueError, match=r"with coef_bounds and an l1 part \(l1_ratio > 0\)"):
         BCFWStructuredSVM(ChainCRF(), l1_ratio=0.5, coef_bounds="positive_pairwise").fit(X, Y)
     est = BCFWStructuredSVM(ChainCRF(), l1_ratio=0.5)
     with pytest.raises(ValueError, match="l1_ratio > 0.*grid_search_path solves them"):

@@ -64,7 +64,7 @@ def test_bmrm_cv_picks_the_grid_searchs_alpha():
 
 
 class _HeavierL2(BMRMStructuredSVM):  # no docstring: the CV factory reads the parent's
-    def _penalty(self, alpha):
+    def _penalty(self, alpha, problem):
         from sklearn_ssvm.penalties import ElasticNet
         return ElasticNet.from_alpha(3.0 * alpha, 0.0)
 
@@ -73,10 +73,10 @@ def test_cv_estimator_of_a_subclass_keeps_its_penalty():
     """The CV estimator of an estimator subclassed outside the package with its own penalty
     (issue 48): built without a docstring of its own, and its objectives are the subclass's
     penalty's, not an elastic net rebuilt at ``l1_ratio_``."""
-    from sklearn_ssvm.model_selection._cv import _cross_validated
+    from sklearn_ssvm.model_selection import cross_validated
 
     X, Y = tagged(np.random.default_rng(4), n=24)
-    cv = _cross_validated(_HeavierL2)(ChainCRF(), alphas=[1.0, 0.3], cv=KFold(2),
+    cv = cross_validated(_HeavierL2)(ChainCRF(), alphas=[1.0, 0.3], cv=KFold(2),
                                       tol=1e-8).fit(X, Y)
     plain = _HeavierL2(ChainCRF(), alpha=cv.alpha_, tol=1e-8).fit(X, Y)
     assert abs(cv.primal_objective(X, Y) - plain.primal_objective(X, Y)) <= \

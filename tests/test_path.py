@@ -481,7 +481,7 @@ def test_certified_paths_refuse_other_estimators_clearly(make):
     Y = [np.array([0, 1, 0])] * 6
     for path in (regularization_path, cross_validate_path):
         kwargs = dict(cv=2) if path is cross_validate_path else {}
-        with pytest.raises(ValueError, match="take a BCFWStructuredSVM, not"):
+        with pytest.raises(ValueError, match="a solver that declares certified_path .*, not"):
             path(make(), X, Y, **kwargs)
     if isinstance(make(), PragamSVC):
         with pytest.raises(ValueError, match="takes a structured estimator"):

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from sklearn_ssvm._kernels.penalty import soft_line_search
-from sklearn_ssvm.penalties import ElasticNet, as_penalty, check_l1_ratio, soft_threshold
+from sklearn_ssvm.penalties import (ElasticNet, Penalty, _Scaled, as_penalty, check_l1_ratio,
+                                   soft_threshold)
 
 
 def penalties(rng, d=7):
@@ -98,3 +99,58 @@ def test_soft_line_search_with_a_tiny_threshold_is_the_l2_step():
     args = (np.empty(6), np.empty(6, np.int64))
     tiny = soft_line_search(1.0, b, d, 3, 1e-300, 1.0, 10.0, *args)
     assert tiny == pytest.approx(soft_line_search(1.0, b, d, 3, 0.0, 1.0, 10.0, *args))
+
+
+def test_scaled_maps_are_those_of_the_scaled_penalty():
+    """``_Scaled(r, alpha)``'s maps, through ``r``'s, equal the maps of the elastic net that
+    ``alpha`` times ``r`` is (``ElasticNet.scaled``), and it implements what ``r`` does."""
+    rng = np.random.default_rng(5)
+    for pen in penalties(rng):
+        for alpha in (0.05, 1.0, 7.0):
+            generic, direct = _Scaled(pen, alpha), pen.scaled(alpha)
+            assert isinstance(direct, ElasticNet) and generic.methods() == pen.methods()
+            v, q, z = rng.normal(size=(3, 7)) * 2
+            assert generic.c == pytest.approx(direct.c, rel=1e-15)
+            assert generic.value(v) == pytest.approx(direct.value(v), rel=1e-12)
+            assert generic.conjugate(v) == pytest.approx(direct.conjugate(v), rel=1e-12)
+            for a, b in [(generic.prox(v, 0.3), direct.prox(v, 0.3)),
+                         (generic.dual_map(v), direct.dual_map(v)),
+                         (generic.model_min(q, 0.7), direct.model_min(q, 0.7)),
+                         (generic.least_norm_subgradient(v, q),
+                          direct.least_norm_subgradient(v, q)),
+                         (generic.plus_prox(0.4, z).dual_map(q),
+                          direct.plus_prox(0.4, z).dual_map(q))]:
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="alpha must be > 0"):
+        ElasticNet(1.0).scaled(0.0)
+    with pytest.raises(ValueError, match="alpha must be > 0"):
+        _Scaled(ElasticNet(1.0), 2.0).scaled(-1.0)
+
+
+class _ValueOnly(Penalty):
+    """A penalty that writes only ``value`` and ``conjugate``."""
+
+    c = 1.0
+
+    def value(self, w):
+        return 0.5 * w @ w
+
+    def conjugate(self, u):
+        return 0.5 * u @ u
+
+
+def test_a_solver_refuses_a_penalty_without_the_methods_it_declares():
+    """AGM declares ``value``, ``conjugate`` and ``model_min``: a penalty without
+    ``model_min`` is refused before any work, naming what it lacks; a map it does not write
+    raises ``NotImplementedError``."""
+    from sklearn_ssvm import MulticlassSVM
+    from sklearn_ssvm.solvers.agm import AGM
+
+    pen = _ValueOnly()
+    assert pen.methods() == {"value", "conjugate"} and pen.code is None
+    problem = MulticlassSVM().prepare(np.eye(4), [0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"takes any Penalty with value, conjugate, model_min, "
+                                         r"not .*: _ValueOnly has no model_min\.$"):
+        AGM(mu=0.1, max_iter=2).solve(problem, pen)
+    with pytest.raises(NotImplementedError, match="_ValueOnly has no prox"):
+        pen.prox(np.zeros(3), 1.0)

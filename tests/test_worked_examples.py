@@ -13,13 +13,15 @@ from sklearn.model_selection import GridSearchCV
 
 from _brute import brute_max, elastic_net_qp
 from _golden import _data, _structures
+from test_support import KIND_OF, check_cell
 from sklearn_ssvm import (BCFWStructuredSVM, BMRMStructuredSVM, CandidateSet, ChainCRF,
                           MulticlassSVM, SmoothSSVMClassifier)
 from sklearn_ssvm._kernels.labelings import CANDIDATES
 from sklearn_ssvm._kernels.smoothed import ENTROPY
 from sklearn_ssvm.estimators.base import StructuredEstimator
 from sklearn_ssvm.feature_maps import MLPFeatureMap
-from sklearn_ssvm.model_selection import grid_search_path
+from sklearn_ssvm.model_selection import (SmoothSSVMClassifierCV, cross_validated,
+                                          grid_search_path)
 from sklearn_ssvm.penalties import ElasticNet, Penalty
 from sklearn_ssvm.solvers import capabilities
 from sklearn_ssvm.solvers.agm import AGM
@@ -27,7 +29,7 @@ from sklearn_ssvm.solvers.base import Solver
 from sklearn_ssvm.solvers.bcfw import BCFW
 from sklearn_ssvm.solvers.bcfw_cluster import BCFWCluster
 from sklearn_ssvm.solvers.bmrm import BMRM, structured_oracle
-from sklearn_ssvm.solvers.capabilities import Capabilities
+from sklearn_ssvm.solvers.capabilities import Capabilities, register
 from sklearn_ssvm.solvers.prox_linear import ProxLinear
 from sklearn_ssvm.solvers.result import HISTORY_COLUMNS, SolverResult, history_record
 from sklearn_ssvm.solvers.smooth import Smoothing, Stochastic
@@ -37,12 +39,20 @@ from sklearn_ssvm.solvers.smooth import Smoothing, Stochastic
 @dataclass(frozen=True)
 class GroupLasso(Penalty):
     """``r(w) = (c/2) ||w||^2 + lam sum_g ||w_g||_2 - <p, w>``: whole groups of coefficients
-    (e.g. every label's weight of one input feature) are zero together."""
+    (by default every label's weight of one input feature) are zero together."""
 
     c: float
     lam: float
-    groups: np.ndarray  # the group of each coefficient, 0 .. n_groups - 1
+    groups: np.ndarray = None  # the group of each coefficient, 0 .. n_groups - 1
     p: np.ndarray = None
+
+    def bind(self, problem):  # a fit's coefficients: group W's rows, each of theta alone
+        if self.groups is not None:
+            return self
+        W, theta = problem.split_coef(np.arange(problem.n_params))
+        groups = np.concatenate([np.repeat(np.arange(W.shape[0]), W.shape[1]),
+                                 W.shape[0] + np.arange(theta.size)])
+        return GroupLasso(self.c, self.lam, groups, self.p)
 
     def _shrink(self, v, t):
         """The group soft-threshold ``v_g max(1 - t / ||v_g||, 0)``."""
@@ -95,10 +105,6 @@ class OrdinalRegression(MulticlassSVM):
     _kind = CANDIDATES
     _n_codes = 1  # one statistic per candidate: S(y) = e_y
 
-    def _augment_width(self):  # n_params = (n_features_in_ [+ 1]) * K
-        return (self.n_features_in_ + self.fit_intercept) * len(self.classes_) - \
-            self.n_features_in_
-
     def _augment(self, X_all, tok_offsets):  # done in _pack, before the levels' blocks
         return X_all
 
@@ -139,11 +145,11 @@ class BatchFW(Solver):
     """Batch Frank-Wolfe on the SSVM dual (Lacoste-Julien et al. 2013, Alg. 1): one oracle pass
     over all examples per step, an exact line search, the duality gap (5) as certificate."""
 
-    capabilities = Capabilities(
-        name="BatchFWStructuredSVM", options=("sample_weight",), penalties="l2",
+    capabilities = register("batch-fw", Capabilities(
+        name="BatchFWStructuredSVM", options=("sample_weight",), penalty_codes=("l2",),
         refused={("binary_graph", None): "its steps keep coef off the submodular cone"},
         certificate="exact duality gap (eq. (5))", warm_start=True,
-        path="grid (warm: dual point)")
+        path="grid (warm: dual point)"))
 
     def _solve(self, problem, penalty, warm):
         max_iter, tol = self.settings.get("max_iter", 1000), self.settings.get("tol", 1e-3)
@@ -198,10 +204,11 @@ def _penalties(rng, d=6):
     enet = ElasticNet.from_alpha(0.3, 0.6)
     group = GroupLasso(0.12, 0.18, groups)
     return [enet, enet.plus_prox(0.5, center), ElasticNet.from_alpha(2.0), group,
-            group.plus_prox(0.5, center), GroupLasso(0.5, 2.0, groups)]
+            group.plus_prox(0.5, center), GroupLasso(0.5, 2.0, groups),
+            group.scaled(2.5), group.scaled(0.3).plus_prox(0.5, center)]  # scaled
 
 
-@pytest.mark.parametrize("index", range(6))
+@pytest.mark.parametrize("index", range(8))
 def test_penalty_contract(index):
     """Every :class:`Penalty`: ``prox`` and ``model_min`` minimise their models (no nearby
     point does better), ``conjugate`` and ``dual_map`` obey Fenchel-Young, ``plus_prox`` adds
@@ -250,6 +257,41 @@ def test_group_lasso_trains_with_agm_and_zeroes_whole_features():
     np.testing.assert_allclose(a.coef, b.coef, atol=1e-6)
     qp, _ = elastic_net_qp(structure, X, y, enet)
     assert qp - 1e-6 <= a.objective <= qp + 1e-6
+
+
+def test_a_custom_penalty_reaches_the_estimator_its_cv_estimator_and_objectives():
+    """``penalty=GroupLasso(...)``, bound to the coefficients' layout and scaled by ``alpha``:
+    the estimator reaches the group lasso's optimum (a direct AGM solve) within the two
+    certified gaps, its CV estimator chooses alpha with it, and both objectives are the group
+    lasso's, never an elastic net rebuilt from ``l1_ratio``; a solver whose kernels run the
+    elastic net refuses it with the declared message."""
+    X, y = _data("flat")
+    structure = MulticlassSVM(fit_intercept=False)
+    unit = GroupLasso(1.0, 3.0)
+    settings = dict(solver="agm", smoothing="entropy", top_k=None, penalty=unit)
+    est = SmoothSSVMClassifier(structure, alpha=0.1, mu=1e-6, tol=1e-7, max_iter=5000,
+                               **settings).fit(X, y)
+    problem = est.structure_.pack(X, y)
+    bound = unit.bind(problem)
+    direct = AGM(mu=1e-6, tol=1e-7, max_iter=5000).solve(
+        problem, GroupLasso(0.1, 0.3, bound.groups))
+    assert est.gap_certified_ and direct.gap_certified
+    radius = np.sqrt(2 * est.duality_gap_ / 0.1) + np.sqrt(2 * direct.duality_gap / 0.1)
+    assert np.linalg.norm(est.coef_ - direct.coef) <= radius + 1e-9
+    hinge = problem.hinge_losses(est.coef_).mean()
+    assert est.primal_objective(X, y) == pytest.approx(0.1 * bound.value(est.coef_) + hinge,
+                                                       rel=1e-12)
+    assert 0 < np.all(est.coef_.reshape(X.shape[1], -1) == 0, axis=1).sum() < X.shape[1]
+    cv = SmoothSSVMClassifierCV(structure, alphas=[0.2, 0.1], cv=2, mu=1e-4, tol=1e-5,
+                                max_iter=300, **settings).fit(X, y)
+    hinge = problem.hinge_losses(cv.coef_).mean()
+    assert cv.primal_objective(X, y) == pytest.approx(
+        cv.alpha_ * bound.value(cv.coef_) + hinge, rel=1e-12)
+    assert abs(cv.primal_objective(X, y) - (0.5 * cv.alpha_ * cv.coef_ @ cv.coef_ + hinge)) > 1e-3
+    with pytest.raises(ValueError) as error:
+        BCFWStructuredSVM(structure, alpha=0.1, penalty=unit).fit(X, y)
+    assert str(error.value).startswith("BCFWStructuredSVM takes the elastic net (ElasticNet), "
+                                       "not 0.1 * GroupLasso(c=1.0, lam=3.0, groups=array(")
 
 
 def test_solve_refuses_the_structure_kinds_a_solver_declares_it_refuses():
@@ -342,6 +384,35 @@ def test_batch_fw_walks_a_warm_grid_and_refuses_what_it_declares():
         BatchFW().solve(ChainCRF().prepare(X, Y), ElasticNet.from_alpha(0.1, 0.5))
 
 
+@pytest.mark.parametrize("structure", sorted(KIND_OF))
+@pytest.mark.parametrize("option", [None, "sample_weight"])
+def test_a_solver_registered_outside_the_package_joins_the_table_and_its_cells(structure,
+                                                                               option):
+    """``register`` beside the class is all it takes: the support table has its row, its
+    refusals are known by name, and every structure x option cell fits or is refused as it
+    declares (the contract of ``tests/test_support.py``)."""
+    assert capabilities.SOLVERS["batch-fw"] is BatchFW.capabilities
+    assert "\n| `BatchFWStructuredSVM` | yes | yes | no | the L2 penalty" in \
+        capabilities.support_table()
+    check_cell(lambda s, **kw: BatchFWStructuredSVM(s, alpha=0.1, max_iter=30, **kw),
+               "batch-fw", structure, option)
+
+
+def test_the_cv_factory_wraps_an_estimator_written_outside_the_package():
+    """``cross_validated`` needs no docstring of the wrapped class: the CV estimator of
+    :class:`BatchFWStructuredSVM` chooses alpha on its folds, warm-started (its solver declares
+    warm starts), and refits there to its certified tolerance."""
+    X, Y = _data("chain")
+    cv_class = cross_validated(BatchFWStructuredSVM)
+    assert "max_iter" in cv_class.__doc__ and "l1_ratios" not in cv_class(ChainCRF()).get_params()
+    cv = cv_class(ChainCRF(), alphas=[0.3, 0.1], cv=2, tol=1e-4, max_iter=20000).fit(X, Y)
+    assert cv.alpha_ in (0.3, 0.1) and cv.converged_
+    plain = BatchFWStructuredSVM(ChainCRF(), alpha=cv.alpha_, tol=1e-4, max_iter=20000)
+    plain.fit(X, Y)
+    assert abs(cv.primal_objective(X, Y) - plain.primal_objective(X, Y)) <= \
+        cv.duality_gap_ + plain.duality_gap_ + 1e-12
+
+
 # -- the solver protocol over every implementation ------------------------------------------
 
 def _solvers():
@@ -385,7 +456,7 @@ def test_solver_contract(name, request):
             again = solver.solve(problem, 0.05, warm=result)
             assert np.all(np.isfinite(again.coef))
     group = GroupLasso(0.1, 0.1, np.zeros(problem.n_params, dtype=int))
-    if solver.capabilities.penalties != "any":
+    if not solver.capabilities.penalty_methods:
         with pytest.raises(ValueError) as error:
             solver.solve(problem, group)
         assert str(error.value).startswith(f"{solver.capabilities.name} takes ")

@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, check_params
-from ..penalties import ElasticNet
+from ..penalties import ElasticNet, Penalty
 from ..solvers._common import interruptible, kernel_threads
 from ..structures.base import StructuredModel
 from ..structures.graph import BinaryGraphCRF
@@ -103,6 +103,7 @@ class StructuredEstimator(BaseEstimator):
     _parameter_constraints = {
         "structure": [StructuredModel, BinaryGraphCRF, GraphCRF],
         "alpha": [Interval(Real, 0, None, closed="neither"), None],
+        "penalty": [Penalty, None],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
@@ -233,10 +234,23 @@ class StructuredEstimator(BaseEstimator):
     def _stopped_at_max_iter(self):
         return not self.converged_ and self.n_iter_ >= self.max_iter
 
-    def _penalty(self, alpha):
-        """The fit's regulariser: the elastic net of ``l1_ratio`` (estimators without that
-        parameter: the L2 penalty ``alpha/2 ||w||^2``)."""
-        return ElasticNet.from_alpha(alpha, getattr(self, "l1_ratio", 0.0))
+    def _penalty(self, alpha, problem):
+        """The fit's regulariser at ``alpha`` on the examples of ``problem``: ``penalty``
+        bound to their layout and scaled by ``alpha``, or (``penalty=None``) the elastic net
+        of ``l1_ratio`` (estimators without that parameter: the L2 penalty
+        ``alpha/2 ||w||^2``)."""
+        penalty, l1_ratio = getattr(self, "penalty", None), self._l1_ratio()
+        if penalty is None:
+            return ElasticNet.from_alpha(alpha, l1_ratio)
+        if l1_ratio != 0:
+            raise ValueError(f"{type(self).__name__} got penalty={penalty!r} and an l1 ratio of "
+                             f"{l1_ratio}: l1_ratio shapes the default elastic net only; write "
+                             f"the l1 part into the penalty (e.g. ElasticNet(c, l1)).")
+        return penalty.bind(problem).scaled(alpha)
+
+    def _l1_ratio(self):
+        """The default elastic net's ``l1_ratio``."""
+        return getattr(self, "l1_ratio", 0.0)
 
     def _solver(self, problem, loss_scale):
         """The :class:`~sklearn_ssvm.solvers.base.Solver` the fit runs on ``problem``, with this
@@ -248,13 +262,14 @@ class StructuredEstimator(BaseEstimator):
         ``previous`` (a fit whose result the solver accepts as ``warm``). Estimators whose warm
         start or attributes need more override it."""
         warm = None if previous is None else previous._result
-        result = solver.solve(problem, self._penalty(alpha), warm=warm)
+        result = solver.solve(problem, self._penalty(alpha, problem), warm=warm)
         return self._fitted(result, _result=result if self.warm_start else None)
 
     def _options(self, problem):
         """The :data:`~sklearn_ssvm.solvers.capabilities.OPTIONS` this fit asks for."""
         bounds = getattr(self, "coef_bounds", None)
-        asked = {"elastic_net": getattr(self, "l1_ratio", 0) > 0,
+        asked = {"elastic_net": getattr(self._penalty(1.0, problem), "code", None)
+                 == "elastic_net",
                  "away": getattr(self, "step", None) == "away",
                  "averaging": bool(getattr(self, "averaging", False)),
                  "bounds": bounds is not None,
@@ -428,8 +443,8 @@ class StructuredEstimator(BaseEstimator):
     def primal_objective(self, X, Y, alpha=None, sample_weight=None):
         """Compute the primal objective ``r(coef_) + mean_i H~_i(coef_)`` on ``(X, Y)``.
 
-        The objective of spec 002 eq. (1), ``r`` the penalty (``alpha/2 ||w||^2``, or the
-        elastic net with ``l1_ratio``) at ``alpha`` (default: ``alpha_``).
+        The objective of spec 002 eq. (1), ``r`` the fit's penalty (``penalty``, or the
+        elastic net of ``l1_ratio``) at ``alpha`` (default: ``alpha_``).
 
         Parameters
         ----------
@@ -449,7 +464,7 @@ class StructuredEstimator(BaseEstimator):
         """
         weights = check_sample_weight(sample_weight, n_examples(X))
         problem = self._packed(X, Y)
-        penalty = self._penalty(self.alpha_ if alpha is None else alpha)
+        penalty = self._penalty(self.alpha_ if alpha is None else alpha, problem)
         coef = self._dense_coef()
         losses = problem.hinge_losses(coef)
         return penalty.value(coef) + float(np.average(losses, weights=weights))

@@ -131,6 +131,10 @@ class BCFWStructuredSVM(StructuredEstimator):
         ``RuntimeError``. ``K`` partitions need about ``K`` times the rounds that one
         process needs passes: use it when the data do not fit one machine (see
         ``doc/scaling.md``).
+    penalty : Penalty or None, default=None
+        The regulariser at ``alpha = 1``, any :class:`~sklearn_ssvm.penalties.Penalty` the
+        solver takes (the support table's penalty column): a fit binds it to the coefficients'
+        layout and scales it by ``alpha``. None: the elastic net of ``l1_ratio``.
 
     Attributes
     ----------
@@ -206,7 +210,7 @@ class BCFWStructuredSVM(StructuredEstimator):
     def __init__(self, structure, alpha=None, l1_ratio=0.0, max_iter=200, tol=3e-3,
                  gap_check=10, sampling="gap", step="pairwise", cache="auto", cache_size=50,
                  max_active=64, coef_bounds=None, averaging=False, random_state=None, verbose=0,
-                 warm_start=False, n_jobs=None, cluster=False):
+                 warm_start=False, n_jobs=None, cluster=False, penalty=None):
         self.structure = structure
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -225,6 +229,7 @@ class BCFWStructuredSVM(StructuredEstimator):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.cluster = cluster
+        self.penalty = penalty
 
     def _warm_startable(self):
         # the dual state of a previous fit (kept with warm_start=True; estimators built from a
@@ -274,7 +279,7 @@ class BCFWStructuredSVM(StructuredEstimator):
                 # still exact (the rescaling is the L2 penalty's: with l1 the dual point is
                 # kept, still feasible)
                 warm = solver.rescaled(problem, warm, alpha / previous.alpha_)
-        result = solver.solve(problem, self._penalty(alpha), warm=warm)
+        result = solver.solve(problem, self._penalty(alpha, problem), warm=warm)
         return self._fitted(result, _data_key=data_key, n_oracle_calls_=result.n_oracle_calls,
                             primal_objective_=result.objective,
                             dual_objective_=result.dual_objective,

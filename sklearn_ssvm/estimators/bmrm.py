@@ -58,6 +58,10 @@ class BMRMStructuredSVM(StructuredEstimator):
         iterates, the model and the gap are those of a fit on one process, to the bit. The
         compiled structures; a lost worker's partition is sent again and its sum recomputed.
         Worth it when a pass over the data computes for seconds (see ``doc/scaling.md``).
+    penalty : Penalty or None, default=None
+        The regulariser at ``alpha = 1``, any :class:`~sklearn_ssvm.penalties.Penalty` the
+        solver takes (the support table's penalty column): a fit binds it to the coefficients'
+        layout and scales it by ``alpha``. None: the L2 penalty ``alpha/2 ||w||^2``.
 
     Attributes
     ----------
@@ -106,7 +110,7 @@ class BMRMStructuredSVM(StructuredEstimator):
     }
 
     def __init__(self, structure, alpha=None, variant="qp", max_iter=1000, tol=1e-3, verbose=0,
-                 warm_start=False, n_jobs=None, cluster=False):
+                 warm_start=False, n_jobs=None, cluster=False, penalty=None):
         self.structure = structure
         self.alpha = alpha
         self.variant = variant
@@ -116,6 +120,7 @@ class BMRMStructuredSVM(StructuredEstimator):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.cluster = cluster
+        self.penalty = penalty
 
     def _warm_startable(self):
         return hasattr(self, "bundle_")
@@ -135,7 +140,7 @@ class BMRMStructuredSVM(StructuredEstimator):
                                  "Set warm_start=False to fit from scratch.")
             warm = BMRMResult(coef=previous._dense_coef(), cuts=previous.bundle_[0],
                               offsets=previous.bundle_[1])
-        result = solver.solve(problem, self._penalty(alpha), warm=warm)
+        result = solver.solve(problem, self._penalty(alpha, problem), warm=warm)
         return self._fitted(result, _data_key=data_key, primal_objective_=result.objective,
                             lower_bound_=result.dual_objective,
                             bundle_=(result.cuts, result.offsets))

@@ -4,7 +4,6 @@ from numbers import Integral, Real
 import numpy as np
 
 from .._validation import Interval
-from ..penalties import ElasticNet
 from ..solvers import capabilities
 from ..solvers.quasi_newton import QuasiNewton, QuasiNewtonResult
 from ..solvers._common import dense_oracles
@@ -65,6 +64,11 @@ class CRFClassifier(StructuredEstimator):
         Start from the previous fit's coefficients.
     n_jobs : int or None, default=None
         Threads of forward-backward over the examples (numba, without the GIL).
+    penalty : Penalty or None, default=None
+        The regulariser at ``alpha = 1``, any :class:`~sklearn_ssvm.penalties.Penalty` the
+        solver takes (the support table's penalty column): a fit binds it to the coefficients'
+        layout and scales it by ``alpha``. None: the elastic net of ``c1, c2`` (or ``alpha``,
+        ``l1_ratio``).
 
     Attributes
     ----------
@@ -115,7 +119,7 @@ class CRFClassifier(StructuredEstimator):
     }
 
     def __init__(self, structure, c1=0.0, c2=1.0, alpha=None, l1_ratio=0.0, max_iter=100,
-                 tol=1e-6, memory=10, verbose=0, warm_start=False, n_jobs=None):
+                 tol=1e-6, memory=10, verbose=0, warm_start=False, n_jobs=None, penalty=None):
         self.structure = structure
         self.c1 = c1
         self.c2 = c2
@@ -127,6 +131,7 @@ class CRFClassifier(StructuredEstimator):
         self.verbose = verbose
         self.warm_start = warm_start
         self.n_jobs = n_jobs
+        self.penalty = penalty
 
     def _fit_prepared(self, structure, problem, X, Y, previous=None, **fit_params):
         # the declared refusals before the loss scale's forward-backward pass
@@ -160,7 +165,7 @@ class CRFClassifier(StructuredEstimator):
         weights = check_sample_weight(sample_weight, n_examples(X))
         problem = _likelihood(self._packed(X, Y))
         coef = self._dense_coef()
-        penalty = self._penalty(self.alpha_ if alpha is None else alpha)
+        penalty = self._penalty(self.alpha_ if alpha is None else alpha, problem)
         return penalty.value(coef) + float(np.average(_nll(problem, coef), weights=weights))
 
     def _default_alpha(self, problem):
@@ -171,13 +176,6 @@ class CRFClassifier(StructuredEstimator):
             return self.c1 / (self.c1 + 2.0 * self.c2)
         return self.l1_ratio
 
-    def _penalty(self, alpha):
-        return ElasticNet.from_alpha(alpha, self._l1_ratio())
-
-    def _options(self, problem):
-        return (["elastic_net"] if self._l1_ratio() > 0 else []) + (
-            ["sample_weight"] if problem.weighted else [])
-
     def _solver(self, problem, loss_scale):
         return QuasiNewton(mu=1.0, memory=int(self.memory), tol=self.tol * loss_scale,
                            max_iter=self.max_iter, verbose=self.verbose)
@@ -185,7 +183,7 @@ class CRFClassifier(StructuredEstimator):
     def _solve(self, solver, problem, alpha, previous, loss_scale):
         # any coefficients start a fit: a warm start needs no more than the previous coef_
         warm = None if previous is None else QuasiNewtonResult(coef=previous._dense_coef())
-        result = solver.solve(problem, self._penalty(alpha), warm=warm)
+        result = solver.solve(problem, self._penalty(alpha, problem), warm=warm)
         return self._fitted(result, l1_ratio_=self._l1_ratio(),
                             objective_=result.objective, dual_objective_=result.dual_objective,
                             n_evaluations_=result.n_evaluations)

@@ -308,6 +308,10 @@ class PragamStructuredSVM(StructuredEstimator):
         1: a progress bar with the current gap.
     n_jobs : int or None, default=None
         Threads of the sparse products.
+    penalty : Penalty or None, default=None
+        The regulariser at ``alpha = 1``, any :class:`~sklearn_ssvm.penalties.Penalty` the
+        solver takes (the support table's penalty column): a fit binds it to the coefficients'
+        layout and scales it by ``alpha``. None: the L2 penalty ``alpha/2 ||w||^2``.
 
     Attributes
     ----------
@@ -343,19 +347,21 @@ class PragamStructuredSVM(StructuredEstimator):
     #: PRAGAM starts from its prox-centre, the true outputs (no warm start)
     warm_start = False
 
-    def __init__(self, structure, alpha=None, max_iter=1000, tol=1e-3, verbose=0, n_jobs=None):
+    def __init__(self, structure, alpha=None, max_iter=1000, tol=1e-3, verbose=0, n_jobs=None,
+                 penalty=None):
         self.structure = structure
         self.alpha = alpha
         self.max_iter = max_iter
         self.tol = tol
         self.verbose = verbose
         self.n_jobs = n_jobs
+        self.penalty = penalty
 
     def _solver(self, problem, loss_scale):
         return StructuredPragam(tol=self.tol * loss_scale, max_iter=self.max_iter,
                                 verbose=self.verbose, n_jobs=self.n_jobs)
 
     def _solve(self, solver, problem, alpha, previous, loss_scale):
-        result = solver.solve(problem, self._penalty(alpha))
+        result = solver.solve(problem, self._penalty(alpha, problem))
         return self._fitted(result, primal_objective_=result.objective,
                             dual_coef_=result.dual_coef, lipschitz_=result.lipschitz)

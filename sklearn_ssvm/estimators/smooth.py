@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import Interval, Options, check_params
 from ..solvers import prox_linear, smooth
 from ..solvers.agm import AGM
+from ..solvers.capabilities import check_penalty
 from ..solvers.prox_linear import ProxLinear
 from ..solvers.smooth import Stochastic
 from ..structures.base import smoothing_code
@@ -203,6 +204,10 @@ class SmoothSSVMClassifier(StructuredEstimator):
         (:class:`~sklearn_ssvm.solvers.sums.ClusterSums`). The compiled structures; a lost
         worker's partition is sent again and its sum recomputed. The stochastic solvers
         refuse it (their steps are sequential).
+    penalty : Penalty or None, default=None
+        The regulariser at ``alpha = 1``, any :class:`~sklearn_ssvm.penalties.Penalty` the
+        solver takes (the support table's penalty column): a fit binds it to the coefficients'
+        layout and scales it by ``alpha``. None: the elastic net of ``l1_ratio``.
 
     Attributes
     ----------
@@ -275,7 +280,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
                  warm_start_rule="prox-center", warmup=1, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=5, max_iter=25, tol=1e-3,
                  feature_map=None, eta=1.0, inner_iter=5, inner_tol=None, random_state=None,
-                 verbose=0, warm_start=False, n_jobs=None, cluster=False):
+                 verbose=0, warm_start=False, n_jobs=None, cluster=False, penalty=None):
         self.structure = structure
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -302,6 +307,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.cluster = cluster
+        self.penalty = penalty
 
     def _stochastic(self):
         """Whether the fit runs SGD, SVRG or Casimir-SVRG on linear scores."""
@@ -422,7 +428,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
                                  f"{type(structure).__name__} trains with fit.")
             alpha = problem.default_alpha() if self.alpha is None else float(self.alpha)
             scale = problem.loss_scale()
-            penalty = self._penalty(alpha)
+            penalty = self._penalty(alpha, problem)
+            check_penalty(Stochastic.capabilities, penalty)  # its compiled steps
             smoothing = self._smoothing(problem.kind, self.mu * scale)
             learning_rate = self.learning_rate
             if learning_rate is None:
@@ -434,7 +441,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
             structure, alpha, learning_rate = self.structure_, self.alpha_, self.learning_rate_
             scale = self.loss_scale_
             problem = structure.pack(X, y)
-            penalty = self._penalty(alpha)
+            penalty = self._penalty(alpha, problem)
             smoothing = self._smoothing(problem.kind, self.mu * scale)
             stream, calls = copy.deepcopy(stream), self.n_iter_  # a failed call changes nothing
         coef = stream.pass_over(problem, penalty, smoothing, learning_rate)
@@ -468,9 +475,9 @@ class SmoothSSVMClassifier(StructuredEstimator):
         if self.feature_map is not None:
             fitted = self._solve_nonlinear(solver, problem, alpha, previous, callback, loss_scale)
         elif self._agm():
-            fitted = self._solve_agm(solver, problem, self._penalty(alpha), previous)
+            fitted = self._solve_agm(solver, problem, self._penalty(alpha, problem), previous)
         else:
-            fitted = self._solve_stochastic(solver, problem, self._penalty(alpha), previous,
+            fitted = self._solve_stochastic(solver, problem, self._penalty(alpha, problem), previous,
                                             callback, loss_scale)
         return {"validation_scores_": None, "best_validation_score_": None, **fitted}
 
@@ -570,7 +577,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
                 smoothing, rng)
         result = solver.replace(smoothing=smoothing, learning_rate=learning_rate, init=w0,
                                 random_state=rng.integers(2**31), callback=callback).solve(
-                                    problem, self._penalty(alpha))
+                                    problem, self._penalty(alpha, problem))
         return self._fitted(result, learning_rate_=learning_rate,
                             n_oracle_calls_=result.n_oracle_calls,
                             objective_=result.objective,
@@ -695,5 +702,5 @@ class SmoothSSVMClassifier(StructuredEstimator):
         problem = self._packed(X, Y)
         smoothing = self._smoothing(problem.kind, float(mu) * self.loss_scale_)
         coef = self._dense_coef()
-        return (self._penalty(self.alpha_).value(coef)
+        return (self._penalty(self.alpha_, problem).value(coef)
                 + smooth.full_gradient(problem, coef, smoothing).value)

@@ -54,16 +54,17 @@ def _fit_fold(estimator, structure, problem, X_train, Y_train, X_test, Y_test, a
 class _CrossValidated:
     """``fit`` of the CV estimators: the grid, the folds, the choice and the refit."""
 
-    def _penalty(self, alpha):
+    def _penalty(self, alpha, problem):
         """The wrapped estimator's penalty at the chosen ``l1_ratio_`` (a subclass's own
         penalty included: an elastic net built here would silently evaluate another
         objective)."""
-        return _with_l1_ratio(self._wrapped(), self.l1_ratio_)._penalty(alpha)
+        return _with_l1_ratio(self._wrapped(), self.l1_ratio_)._penalty(alpha, problem)
 
     def _wrapped(self):
         """The plain estimator with this one's solver parameters."""
-        params = {k: v for k, v in self.get_params(deep=False).items() if k not in CV_PARAMS}
-        return self._estimator_class(**params)
+        own = inspect.signature(self._estimator_class.__init__).parameters
+        return self._estimator_class(**{k: v for k, v in self.get_params(deep=False).items()
+                                        if k in own and k not in CV_PARAMS})
 
     def _grid(self, problem):
         """The descending alphas (an integer ``alphas``: that many, ``GRID_RATIO`` apart,
@@ -150,9 +151,11 @@ class _CrossValidated:
         parts = [(problem.subset(train), _take(X, train), _take(Y, train), _take(X, test),
                   _take(Y, test)) for train, (_, test) in zip(trains, folds)]
         scorer = None if self.scoring is None else get_scorer(self.scoring)
-        estimator = self._wrapped().set_params(warm_start=True)
-        if self.n_jobs not in (None, 1):  # the folds take the workers: one thread per fit
-            estimator.set_params(n_jobs=1)
+        # each fit continues from the previous alpha's, where the solver declares warm starts
+        warm = self._wrapped()._solver(problem, problem.loss_scale()).capabilities.warm_start
+        estimator = self._wrapped().set_params(warm_start=warm)
+        if self.n_jobs not in (None, 1) and "n_jobs" in estimator.get_params():
+            estimator.set_params(n_jobs=1)  # the folds take the workers: one thread per fit
         parallel = Parallel(n_jobs=self.n_jobs, prefer="threads")
         scores = np.full((len(l1_ratios), len(folds), len(alphas)), np.nan)
         start = int(np.argmin(np.abs(np.log(alphas / problem.default_alpha()))))
@@ -165,7 +168,7 @@ class _CrossValidated:
             examples). Returns the fits and their mean score."""
             nonlocal short, fitted
             runs, previous = [], [None] * len(parts)
-            if j == start:
+            if j == start and warm:
                 runs = [_fit_fold(fits[0], structure, *parts[0], alphas[j], scorer)]
                 previous = [fits[0]._warm_start_from(runs[0][0], trains[0], problem, train,
                                                      part[0])
@@ -207,7 +210,7 @@ class _CrossValidated:
             refit = _with_l1_ratio(self._wrapped().set_params(alpha=float(alphas[j])),
                                    l1_ratios[i])
             refit._fit_prepared(structure, problem, X, Y, previous=refit._warm_start_from(
-                best["fits"][-1], trains[-1], problem))
+                best["fits"][-1], trains[-1], problem) if warm else None)
             if refit._stopped_at_max_iter():
                 warnings.warn(f"The refit stopped at max_iter={refit.max_iter} before its "
                               f"duality gap reached tol={refit.tol} (relative).",
@@ -279,9 +282,10 @@ _CV_DOC = """
 def _parameter_docs(estimator_class, names):
     """The entries of ``estimator_class``'s docstring "Parameters" section for ``names``, in
     that order, indented for a class docstring (``_CV_DOC``'s ``{params}``)."""
-    lines = (inspect.getdoc(estimator_class) or "Parameters\n----------").splitlines()
-    entries, name = {}, None
-    for i in range(lines.index("Parameters") + 2, len(lines)):
+    lines = (inspect.getdoc(estimator_class) or "").splitlines()
+    entries, name = {}, None  # a class without a Parameters section: the names alone
+    first = lines.index("Parameters") + 2 if "Parameters" in lines else len(lines)
+    for i in range(first, len(lines)):
         if i + 1 < len(lines) and lines[i + 1].strip() and not lines[i + 1].strip("-"):
             break  # the next section's header
         line = lines[i]
@@ -304,7 +308,10 @@ def _cv_signature(estimator_class, defaults):
     elastic = any(p.name == "l1_ratio" for p in params)  # else the L2 penalty only
     cv = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
           for name, default in zip(CV_PARAMS, CV_DEFAULTS) if elastic or name != "l1_ratios"]
-    params = keep[:2] + cv + keep[2:]
+    # n_jobs, the folds' workers, last (as _CV_DOC documents it), the wrapped one's or None
+    n_jobs = [p for p in keep if p.name == "n_jobs"] or [inspect.Parameter(
+        "n_jobs", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)]
+    params = keep[:2] + cv + [p for p in keep[2:] if p.name != "n_jobs"] + n_jobs
     return inspect.Signature([p.replace(default=defaults[p.name]) if p.name in defaults else p
                               for p in params])
 
@@ -323,11 +330,32 @@ def _replace_entries(doc, entries):
     return "\n".join(lines)
 
 
-def _cross_validated(estimator_class, defaults=None):
-    """The CV estimator of ``estimator_class``: its parameters (scikit-learn reads them from
-    the ``__init__`` signature) are the wrapped estimator's, so they cannot drift apart.
-    ``defaults`` (name: ``(value, docstring entry)``) are the ones that differ for the CV
-    estimator."""
+def cross_validated(estimator_class, defaults=None):
+    """Return the CV estimator of a structured estimator class.
+
+    ``LogisticRegressionCV``'s pattern for any
+    :class:`~sklearn_ssvm.estimators.base.StructuredEstimator` subclass, the package's or one
+    written outside it: ``alpha`` (and ``l1_ratio``, where the class has it) chosen by K-fold
+    cross-validation along a grid, each fold's fits warm-started along it (the warm starts of
+    Osokin et al. 2016, §4) where its solver declares warm starts
+    (``Capabilities.warm_start``), the objectives those of its penalty. Its
+    parameters (scikit-learn reads them from the ``__init__`` signature) are the wrapped
+    estimator's, so they cannot drift apart; their documentation is the wrapped class's
+    "Parameters" entries where it has them, their names otherwise.
+
+    Parameters
+    ----------
+    estimator_class : type
+        The estimator class to wrap.
+    defaults : dict or None, default=None
+        ``{name: (value, docstring entry)}``: the parameters whose defaults differ for the CV
+        estimator.
+
+    Returns
+    -------
+    type
+        The class ``<name>CV``.
+    """
     defaults = defaults or {}
     signature = _cv_signature(estimator_class, {k: v for k, (v, _) in defaults.items()})
 
@@ -353,12 +381,12 @@ def _cross_validated(estimator_class, defaults=None):
                  "_estimator_class": estimator_class, "_parameter_constraints": {}})
 
 
-BCFWStructuredSVMCV = _cross_validated(BCFWStructuredSVM)
-BMRMStructuredSVMCV = _cross_validated(BMRMStructuredSVM)
+BCFWStructuredSVMCV = cross_validated(BCFWStructuredSVM)
+BMRMStructuredSVMCV = cross_validated(BMRMStructuredSVM)
 # A smoothed fit does not stop on its certificate (its relative gap stalls near 0.2), so
 # every fit runs max_iter epochs and one fit at the plain defaults costs about one CRFsuite
 # fit: 2 folds of 15 epochs keep the walk near 2.5x (CoNLL-2003 testa, 3 seeds).
-SmoothSSVMClassifierCV = _cross_validated(SmoothSSVMClassifier, defaults=dict(
+SmoothSSVMClassifierCV = cross_validated(SmoothSSVMClassifier, defaults=dict(
     cv=(2, """
     cv : int or cross-validation splitter, default=2
         As ``GridSearchCV``'s (an int: ``KFold`` without shuffling). Two folds, as a smoothed

@@ -10,10 +10,10 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_params
-from ..solvers.bcfw import BCFW, BCFWResult, DualState
+from ..solvers.bcfw import BCFWResult, DualState
 from ..solvers.bcfw_path import block_deltas, check_zero_loss
-from ._path import (_as_generator, _certified_path_refusal, _PathResult, _seed_sequences,
-                    _solver_settings, _uses_atoms)
+from ._path import (_as_generator, _certified_path_refusal, _path_solver, _PathResult,
+                    _seed_sequences, _uses_atoms)
 
 __all__ = ["GridSearchPath", "grid_search_path"]
 
@@ -172,18 +172,20 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
     structure = clone(estimator.structure)
     problem = structure.prepare(X, Y)
     wall = time.perf_counter()
-    if _certified_path_refusal(estimator) is not None:
+    if _certified_path_refusal(estimator, problem) is not None:
         points = _grid_by_estimator(estimator, structure, problem, X, Y, alphas, tol, warm_start)
         return GridSearchPath(estimator=clone(estimator), structure=structure,
                               n_samples=problem.n_samples, warm_start=warm_start, tol=tol,
                               points=points, wall_time=time.perf_counter() - wall)
-    settings = _solver_settings(estimator, problem)
+    solver = _path_solver(estimator, problem).replace(tol=tol, averaging=False, verbose=0)
+    settings = solver.settings
     random_state = getattr(estimator, "random_state", None)
     points = []
     if warm_start is None:
         seeds = _seed_sequences(random_state, alphas.size)
-        jobs = (delayed(_timed_solve)(BCFW(**settings, tol=tol, averaging=False, n_jobs=1,
-                                           random_state=np.random.default_rng(s)), problem, a)
+        jobs = (delayed(_timed_solve)(solver.replace(n_jobs=1,
+                                                     random_state=np.random.default_rng(s)),
+                                      problem, a)
                 for a, s in zip(alphas, seeds))
         for a, (res, secs) in zip(alphas, Parallel(n_jobs=n_jobs, prefer="threads")(jobs)):
             points.append(dict(alpha=a, coef=res.coef, gap=res.certificate.gap,
@@ -192,8 +194,7 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
         check_zero_loss(problem)
         if n_jobs is None:
             n_jobs = getattr(estimator, "n_jobs", None)
-        solver = BCFW(**settings, tol=tol, averaging=False, n_jobs=n_jobs,
-                      random_state=_as_generator(random_state))
+        solver = solver.replace(n_jobs=n_jobs, random_state=_as_generator(random_state))
         vertex = DualState.at_labels(problem)
         prev = None
         for a in alphas:

@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_params
 from ..solvers._common import kernel_threads
-from ..solvers.bcfw import BCFW, BCFWResult, DualState, certificate
+from ..solvers.bcfw import BCFWResult, DualState, certificate
 from ..solvers.bcfw_path import block_deltas, check_zero_loss, initialize_path
 
 __all__ = ["PathCV", "RegularizationPath", "cross_validate_path", "regularization_path"]
@@ -70,31 +70,36 @@ def _seed_sequences(random_state, k):
     return np.random.SeedSequence(entropy).spawn(k)
 
 
-def _solver_settings(estimator, problem):
-    """BCFW settings of ``estimator`` (a ``BCFWStructuredSVM``) for the solves of a certified
-    path on ``problem`` (Prop. 1 and Alg. 6 are BCFW's dual under the L2 penalty, without
-    constraints)."""
-    refusal = _certified_path_refusal(estimator)
+def _path_solver(estimator, problem):
+    """``estimator``'s own solver for the solves of a certified path on ``problem`` (its
+    ``tol``, thread count and seed set by the path), or the ``ValueError`` saying why it has
+    none."""
+    refusal = _certified_path_refusal(estimator, problem)
     if refusal is not None:
         raise ValueError(refusal)
-    return dict({name: getattr(estimator, name)
-                 for name in ("max_iter", "gap_check", "sampling", "step", "cache_size",
-                              "max_active")}, cache=estimator._cache(problem))
+    return estimator._solver(problem, 1.0)
 
 
-def _certified_path_refusal(estimator):
-    """Why ``estimator`` has no certified path (spec 002 §8), or None; invalid parameters
-    raise scikit-learn's error first."""
-    from ..estimators import BCFWStructuredSVM
+def _certified_path_refusal(estimator, problem=None):
+    """Why ``estimator`` has no certified path (spec 002 §8), or None: its solver on
+    ``problem`` must declare ``certified_path`` (Prop. 1 and Alg. 6 are BCFW's dual under the
+    L2 penalty, without constraints); without ``problem`` (before the data are packed) the
+    checks that need none. Invalid parameters raise scikit-learn's error first."""
+    from ..estimators.base import StructuredEstimator
 
-    if not isinstance(estimator, BCFWStructuredSVM):
+    structured = isinstance(estimator, StructuredEstimator)
+    if structured:
+        check_params(estimator)
+    caps = (estimator._solver(problem, 1.0).capabilities if structured and problem is not None
+            else None)
+    if not structured or caps is not None and not caps.certified_path:
+        name = type(estimator).__name__ if caps is None else caps.name
         return (f"The certified paths (regularization_path, cross_validate_path) are built on "
-                f"BCFW's dual (spec 002 §8): they take a BCFWStructuredSVM, not "
-                f"{type(estimator).__name__}. grid_search_path solves "
-                f"{type(estimator).__name__} on a grid of alpha with warm starts, and its CV "
-                f"estimator chooses alpha.")
-    check_params(estimator)
-    if estimator.coef_bounds is not None:
+                f"the dual of a solver that declares certified_path (BCFW's, spec 002 §8; "
+                f"cluster fits keep their dual blocks on the workers), not {name}. "
+                f"grid_search_path solves {name} on a grid of alpha with warm starts, and "
+                f"its CV estimator chooses alpha.")
+    if getattr(estimator, "coef_bounds", None) is not None:
         return ("Certified paths with box constraints (coef_bounds) are not implemented: "
                 "Alg. 6 gives no bound for them (spec 002 §8.2); grid_search_path solves them "
                 "on a grid.")
@@ -104,14 +109,10 @@ def _certified_path_refusal(estimator):
                 f"pairwise table), which like box constraints breaks Prop. 1's rescaling (spec "
                 f"002 §8.2); grid_search_path solves it on a grid. GraphCRF has no such "
                 f"constraint.")
-    if getattr(estimator, "cluster", False):
-        return ("Certified paths run on one machine (they carry the dual blocks from one alpha "
-                "to the next, and a cluster fit keeps them on its workers); grid_search_path "
-                "solves cluster=True fits on a grid, cold.")
-    if estimator.l1_ratio != 0:
-        return ("Certified paths with an l1 penalty (l1_ratio > 0) are not implemented: Alg. 6 "
-                "and Prop. 1 are the L2 penalty's (spec 002 §8); grid_search_path solves them "
-                "on a grid.")
+    if getattr(estimator, "penalty", None) is not None or getattr(estimator, "l1_ratio", 0):
+        return ("Certified paths with an l1 penalty (l1_ratio > 0) or another penalty are not "
+                "implemented: Alg. 6 and Prop. 1 are the L2 penalty's (spec 002 §8); "
+                "grid_search_path solves them on a grid.")
     return None
 
 
@@ -480,19 +481,22 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
                                         or max_breakpoints < 1):
         raise ValueError(f"max_breakpoints must be an int >= 1 or None, got "
                          f"{max_breakpoints!r}.")
-    _solver_settings(estimator, None)  # refused before the data are packed
+    refusal = _certified_path_refusal(estimator)  # before the data are packed
+    if refusal is not None:
+        raise ValueError(refusal)
     if n_jobs is None:
         n_jobs = getattr(estimator, "n_jobs", None)
     rng = _as_generator(getattr(estimator, "random_state", None))
     structure = clone(estimator.structure)
     problem = structure.prepare(X, Y)
-    settings = _solver_settings(estimator, problem)
+    solver = _path_solver(estimator, problem)
     check_zero_loss(problem)
     n = problem.n_samples
     tol = kappa * eps
     exact = not heuristic
-    solver = BCFW(**settings, tol=tol, random_state=rng, n_jobs=n_jobs, averaging=False,
-                  certify=exact)
+    solver = solver.replace(tol=tol, random_state=rng, n_jobs=n_jobs, averaging=False,
+                            certify=exact, verbose=0)
+    settings = solver.settings
     t0 = time.perf_counter()
     vertex = DualState.at_labels(problem)
 

@@ -695,6 +695,31 @@ def _joined(stages, tol):
                      history=history)
 
 
+capabilities.register("agm", capabilities.Capabilities(
+    name="SmoothSSVMClassifier(solver='agm' or 'agm-ef1')",
+    options=("elastic_net", "sample_weight"),
+    penalty_codes=(),
+    penalty_methods=("value", "conjugate", "model_min"),
+    refused={("graph", None): capabilities.PYTHON_ORACLES,
+             ("binary_graph", None): capabilities.PYTHON_ORACLES,
+             ("compiled", "sample_weight"): "its batched entropy oracle weighs every "
+                                            "example alike"},
+    certificate="the SSVM objective's gap, from AGM's excessive-gap dual (spec 001)",
+    warm_start=False, path="grid (cold)"))
+capabilities.register("agm-cluster", capabilities.Capabilities(
+    name="SmoothSSVMClassifier(solver='agm' or 'agm-ef1', cluster=True)",
+    options=("elastic_net", "sample_weight"), penalty_codes=(),
+    penalty_methods=("value", "conjugate", "model_min"),
+    refused={("graph", None): capabilities.PYTHON_ORACLES,
+             ("binary_graph", None): capabilities.PYTHON_ORACLES,
+             ("compiled", "sample_weight"): "its batched entropy oracle weighs every "
+                                            "example alike"},
+    certificate="the SSVM objective's gap, from AGM's excessive-gap dual (spec 001), the "
+                "sums over the examples on the cluster (the same iterates to the bit as on "
+                "one process)",
+    warm_start=False, path="grid (cold)"))
+
+
 class AGM(Solver):
     """:func:`agm_structured` behind the :class:`~sklearn_ssvm.solvers.base.Solver` protocol.
 

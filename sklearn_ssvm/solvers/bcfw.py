@@ -817,7 +817,20 @@ class BCFW(Solver):
         :class:`BCFWResult`'s ``state``, ``active_sets`` and ``gap_estimates``.
     """
 
-    capabilities = capabilities.SOLVERS["bcfw"]
+    capabilities = capabilities.register("bcfw", capabilities.Capabilities(
+        name="BCFWStructuredSVM", options=("elastic_net", "away", "averaging", "bounds", "box",
+                                           "sample_weight"),
+        penalty_codes=("l2", "elastic_net"),
+        refused={("binary_graph", "elastic_net"): capabilities.SOFT_AND_CONE,
+                 ("binary_graph", "box"): "a box replaces the projection onto the submodular "
+                                          "cone that its graph cuts need (coef_bounds="
+                                          "'positive_pairwise' is a box inside the cone)",
+                 (None, ("bounds", "elastic_net")): "the box's dual (spec 002 §7) is the L2 "
+                                                    "penalty's"},
+        certificate="exact duality gap (eq. (5)), certified where the oracle is exact or "
+                    "bounds its maxima (TRW-S)",
+        warm_start=True, path="certified eps-path under L2 without bounds (BinaryGraphCRF: grid)",
+        certified_path=True))
 
     def rescaled(self, problem, warm, ratio, deltas=None, stale=False):
         """Prop. 1 (spec 002 eq. (12)) for a smaller L2 ``alpha`` (``ratio`` in ``(0, 1]``):

@@ -278,7 +278,22 @@ class BCFWCluster(Solver):
         the workers of its round (``capabilities.warm_start`` is False).
     """
 
-    capabilities = capabilities.SOLVERS["bcfw-cluster"]
+    capabilities = capabilities.register("bcfw-cluster", capabilities.Capabilities(
+        name="BCFWStructuredSVM(cluster=True)",
+        options=("elastic_net", "away", "averaging", "bounds", "box", "sample_weight"),
+        penalty_codes=("l2",),
+        refused={("graph", None): capabilities.PYTHON_ORACLES,
+                 ("binary_graph", None): capabilities.PYTHON_ORACLES,
+                 (None, "elastic_net"): "CoCoA+'s safe aggregation scales the curvature of "
+                                        "the squared norm; the soft-threshold's dual has "
+                                        "other pieces",
+                 (None, "averaging"): "the partitions' steps form no one sequence to "
+                                      "number",
+                 (None, "bounds"): "a round's local weights move K times the true change, "
+                                   "and a box's projection does not commute with that scaling",
+                 (None, "sample_weight"): "its partitions give every block the share 1 / n"},
+        certificate="exact duality gap (eq. (5)), summed over the partitions on the cluster",
+        warm_start=False, path="grid (cold)"))
 
     def _solve(self, problem, penalty, warm):
         if warm is not None:

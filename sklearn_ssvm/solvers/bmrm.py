@@ -320,6 +320,22 @@ def bmrm(problem, penalty, *, variant="qp", tol=1e-3, max_iter=1000, init=None, 
                              verbose=verbose, desc=f"{variant}-BMRM")
 
 
+capabilities.register("bmrm", capabilities.Capabilities(
+    name="BMRMStructuredSVM", options=("sample_weight",), penalty_codes=("l2",),
+    refused={("binary_graph", None): "its cutting-plane model keeps no constraint on coef, "
+                                     "and the graph cuts need the pairwise table "
+                                     "submodular; GraphCRF has no such constraint"},
+    certificate="primal minus the bundle's lower bound", warm_start=True,
+    path="grid (warm: cutting planes)"))
+capabilities.register("bmrm-cluster", capabilities.Capabilities(
+    name="BMRMStructuredSVM(cluster=True)", options=("sample_weight",), penalty_codes=("l2",),
+    refused={("graph", None): capabilities.PYTHON_ORACLES,
+             ("binary_graph", None): capabilities.PYTHON_ORACLES},
+    certificate="primal minus the bundle's lower bound, the sums over the examples on the "
+                "cluster (the same iterates to the bit as on one process)",
+    warm_start=True, path="grid (warm: cutting planes)"))
+
+
 class BMRM(Solver):
     """:func:`bmrm` behind the :class:`~sklearn_ssvm.solvers.base.Solver` protocol.
 

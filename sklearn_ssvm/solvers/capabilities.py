@@ -1,7 +1,9 @@
-"""What each solver supports, declared once.
+"""What each solver supports, declared once, beside its class.
 
-A fit asks :func:`check` before it starts: a cell that is not supported is refused with the
-message written here, whoever hits it (the estimators, or a solver called directly). The user
+Each solver module declares its :class:`Capabilities` with :func:`register` (a solver written
+outside the package does the same), and this module keeps the registry, :data:`SOLVERS`. A fit
+asks :func:`check` before it starts: a cell that is not supported is refused with the declared
+message, whoever hits it (the estimators, or a solver called directly). The user
 guide's support table is :func:`support_table`, and ``tests/test_support.py`` fits every
 estimator x structure x option cell against these declarations: a supported cell must fit with
 a finite gap (labelled uncertified where an oracle is approximate), an unsupported one must be
@@ -13,31 +15,32 @@ call in their compiled loops), ``"graph"`` (``GraphCRF``: per-example oracles ca
 Python) and ``"binary_graph"`` (``BinaryGraphCRF``: the same, with the coefficients projected
 on the cone where graph cuts are exact).
 """
+import sys
 from dataclasses import dataclass
 
 from .._kernels import labelings
-from ..penalties import ElasticNet
 
 __all__ = ["KINDS", "OPTIONS", "PENALTIES", "SOLVERS", "Capabilities", "check",
-           "check_penalty", "refusal", "structure_kind", "support_table"]
+           "check_penalty", "penalty_text", "refusal", "register", "structure_kind", "support_table"]
 
 KINDS = {"compiled": "the compiled structures", "graph": "GraphCRF",
          "binary_graph": "BinaryGraphCRF"}
 
 #: options a fit may ask for, with how the user asks
-OPTIONS = {"elastic_net": "l1_ratio > 0", "away": "step='away'", "averaging": "averaging=True",
+OPTIONS = {"elastic_net": "an l1 part (l1_ratio > 0)", "away": "step='away'",
+           "averaging": "averaging=True",
            "bounds": "coef_bounds", "box": "coef_bounds=(lower, upper)",
            "sample_weight": "sample_weight"}
 
-#: the penalties a solver takes: any :class:`~sklearn_ssvm.penalties.Penalty` (it asks only
-#: the protocol's maps), the elastic net (its compiled steps are the soft-threshold's), or the
-#: L2 penalty alone
-PENALTIES = {"any": "any Penalty", "elastic_net": "the elastic net (ElasticNet)",
-             "l2": "the L2 penalty (ElasticNet with l1_ratio=0)"}
+#: the compiled penalties, by the ``code`` of a :class:`~sklearn_ssvm.penalties.Penalty`
+#: that the compiled solvers' kernels run (``Capabilities.penalty_codes``)
+PENALTIES = {"l2": "the L2 penalty (ElasticNet with l1_ratio=0)",
+             "elastic_net": "the elastic net (ElasticNet)"}
 
-_SOFT_AND_CONE = ("the soft-threshold does not compose with the projection onto the "
+#: refusal reasons several solvers share
+SOFT_AND_CONE = ("the soft-threshold does not compose with the projection onto the "
                   "submodular cone")
-_PYTHON_ORACLES = ("it runs the compiled structures' oracles in its numba loops; the graphs' "
+PYTHON_ORACLES = ("it runs the compiled structures' oracles in its numba loops; the graphs' "
                    "oracles run from Python per example")
 
 
@@ -51,8 +54,9 @@ class Capabilities:
         How messages and the support table name it (the estimator and its settings).
     options : tuple of str
         The :data:`OPTIONS` its estimator has a parameter for (the others do not apply).
-    penalties : str
-        The :data:`PENALTIES` it takes.
+    penalty_codes : tuple of str
+        The compiled penalties (:data:`PENALTIES`) its kernels run: it takes a penalty whose
+        ``code`` is one of them.
     refused : dict
         ``(kind, option) -> reason`` for each cell it does not support: ``kind`` None for
         every kind, ``option`` None for the kind whatever the options, a tuple for options
@@ -66,118 +70,56 @@ class Capabilities:
     structures : tuple of str or None
         The compiled structures it trains, by class name (None: every one), and why not the
         others, as ``(names, reason)``.
+    penalty_methods : tuple of str
+        The :class:`~sklearn_ssvm.penalties.Penalty` methods it calls: it also takes any
+        penalty that implements them all (empty: none but its ``penalty_codes``).
+    certified_path : bool
+        Whether :func:`~sklearn_ssvm.model_selection.regularization_path` walks it (the
+        certified eps-path of spec 002 §8, on its dual blocks).
     """
 
     name: str
     options: tuple
-    penalties: str
+    penalty_codes: tuple
     refused: dict
     certificate: str
     warm_start: bool
     path: str
     structures: tuple = None
+    penalty_methods: tuple = ()
+    certified_path: bool = False
 
 
-SOLVERS = {
-    "bcfw": Capabilities(
-        name="BCFWStructuredSVM", options=("elastic_net", "away", "averaging", "bounds", "box",
-                                           "sample_weight"),
-        penalties="elastic_net",
-        refused={("binary_graph", "elastic_net"): _SOFT_AND_CONE,
-                 ("binary_graph", "box"): "a box replaces the projection onto the submodular "
-                                          "cone that its graph cuts need (coef_bounds="
-                                          "'positive_pairwise' is a box inside the cone)",
-                 (None, ("bounds", "elastic_net")): "the box's dual (spec 002 §7) is the L2 "
-                                                    "penalty's"},
-        certificate="exact duality gap (eq. (5)), certified where the oracle is exact or "
-                    "bounds its maxima (TRW-S)",
-        warm_start=True, path="certified eps-path under L2 without bounds (BinaryGraphCRF: grid)"),
-    "bcfw-cluster": Capabilities(
-        name="BCFWStructuredSVM(cluster=True)",
-        options=("elastic_net", "away", "averaging", "bounds", "box", "sample_weight"),
-        penalties="l2",
-        refused={("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES,
-                 (None, "elastic_net"): "CoCoA+'s safe aggregation scales the curvature of "
-                                        "the squared norm; the soft-threshold's dual has "
-                                        "other pieces",
-                 (None, "averaging"): "the partitions' steps form no one sequence to "
-                                      "number",
-                 (None, "bounds"): "a round's local weights move K times the true change, "
-                                   "and a box's projection does not commute with that scaling",
-                 (None, "sample_weight"): "its partitions give every block the share 1 / n"},
-        certificate="exact duality gap (eq. (5)), summed over the partitions on the cluster",
-        warm_start=False, path="grid (cold)"),
-    "bmrm": Capabilities(
-        name="BMRMStructuredSVM", options=("sample_weight",), penalties="l2",
-        refused={("binary_graph", None): "its cutting-plane model keeps no constraint on coef, "
-                                         "and the graph cuts need the pairwise table "
-                                         "submodular; GraphCRF has no such constraint"},
-        certificate="primal minus the bundle's lower bound", warm_start=True,
-        path="grid (warm: cutting planes)"),
-    "bmrm-cluster": Capabilities(
-        name="BMRMStructuredSVM(cluster=True)", options=("sample_weight",), penalties="l2",
-        refused={("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES},
-        certificate="primal minus the bundle's lower bound, the sums over the examples on the "
-                    "cluster (the same iterates to the bit as on one process)",
-        warm_start=True, path="grid (warm: cutting planes)"),
-    "stochastic": Capabilities(
-        name="SmoothSSVMClassifier(solver='casimir-svrg', 'svrg' or 'sgd')",
-        options=("elastic_net", "sample_weight"), penalties="elastic_net",
-        refused={("graph", "elastic_net"): "the dense-oracle path of the stochastic solvers "
-                                           "takes the L2 penalty",
-                 ("binary_graph", "elastic_net"): _SOFT_AND_CONE},
-        certificate="the SSVM objective's gap, from the smoothed duals (stalls above tol)",
-        warm_start=True, path="grid (warm: coefficients, learning rate)"),
-    "agm": Capabilities(
-        name="SmoothSSVMClassifier(solver='agm' or 'agm-ef1')",
-        options=("elastic_net", "sample_weight"),
-        penalties="any",
-        refused={("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES,
-                 ("compiled", "sample_weight"): "its batched entropy oracle weighs every "
-                                                "example alike"},
-        certificate="the SSVM objective's gap, from AGM's excessive-gap dual (spec 001)",
-        warm_start=False, path="grid (cold)"),
-    "agm-cluster": Capabilities(
-        name="SmoothSSVMClassifier(solver='agm' or 'agm-ef1', cluster=True)",
-        options=("elastic_net", "sample_weight"), penalties="any",
-        refused={("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES,
-                 ("compiled", "sample_weight"): "its batched entropy oracle weighs every "
-                                                "example alike"},
-        certificate="the SSVM objective's gap, from AGM's excessive-gap dual (spec 001), the "
-                    "sums over the examples on the cluster (the same iterates to the bit as on "
-                    "one process)",
-        warm_start=False, path="grid (cold)"),
-    "pragam-structured": Capabilities(
-        name="PragamStructuredSVM", options=("sample_weight",), penalties="l2",
-        refused={("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES},
-        certificate="exact duality gap of the best primal and dual iterates (spec 003 eq. (26))",
-        warm_start=False, path="grid (cold)",
-        structures=(("MulticlassSVM", "CandidateSet"),
-                    "its dual blocks are simplices over each example's outputs; a marginal "
-                    "polytope (chains, label trees) needs App. E.3's factorised projection")),
-    "quasi-newton": Capabilities(
-        name="CRFClassifier", options=("elastic_net", "sample_weight"),
-        penalties="elastic_net",
-        refused={("binary_graph", None): "the log-likelihood needs the log-partition "
-                                         "function; use GraphCRF, whose entropy smoothing is "
-                                         "TRW's bound on it"},
-        certificate="exact duality gap of the log-likelihood objective (the penalty's "
-                    "Fenchel-Young gap at the mean gradient); on loopy graphs of TRW's bound "
-                    "on it, uncertified",
-        warm_start=True, path="grid (warm: coefficients)",
-        structures=(("ChainCRF", "CandidateSet"),
-                    "the likelihood drops the task loss, which the other compiled structures "
-                    "keep in their kernels")),
-    "prox-linear": Capabilities(
-        name="SmoothSSVMClassifier(feature_map=...) on CandidateSet",
-        options=("elastic_net", "sample_weight"), penalties="l2",
-        refused={("compiled", "elastic_net"): "the prox-linear method takes the L2 penalty",
-                 ("compiled", "sample_weight"): "the prox-linear method weighs every example "
-                                                "alike",
-                 ("graph", None): _PYTHON_ORACLES, ("binary_graph", None): _PYTHON_ORACLES},
-        certificate="none (non-convex in the weights)", warm_start=True,
-        path="grid (warm: coefficients)"),
-}
+#: every declared solver, ``{name: Capabilities}``: each solver module registers its own
+#: (:func:`register`), beside its class
+SOLVERS = {}
+#: the module that declared each name
+DECLARED_IN = {}
+
+
+def register(name, capabilities):
+    """Declare a solver's :class:`Capabilities` under ``name`` and return them.
+
+    Call it beside the solver's class (``capabilities = register("name", Capabilities(...))``):
+    the support table, the contract tests and :func:`refusal` read every declared name, the
+    package's and those registered outside it.
+
+    Parameters
+    ----------
+    name : str
+        The name refusals and the tests know it by; declaring a name again replaces it.
+    capabilities : Capabilities
+        What the solver supports.
+
+    Returns
+    -------
+    Capabilities
+        ``capabilities``.
+    """
+    SOLVERS[name] = capabilities
+    DECLARED_IN[name] = sys._getframe(1).f_globals.get("__name__", "")
+    return capabilities
+
 
 
 #: the compiled structures' class names by the kernels' structure kind codes
@@ -233,22 +175,35 @@ def check(solver, problem, options=()):
         raise ValueError(message)
 
 
+def penalty_text(caps):
+    """What ``caps`` takes, in words: its compiled penalties, or any penalty with its methods."""
+    codes = " or ".join(PENALTIES[code] for code in caps.penalty_codes  # L2 is an elastic net
+                        if not (code == "l2" and "elastic_net" in caps.penalty_codes))
+    methods = caps.penalty_methods and (f"any Penalty with {', '.join(caps.penalty_methods)}")
+    return " or ".join(text for text in (codes, methods) if text)
+
+
 def check_penalty(solver, penalty):
     """Raise a ``ValueError`` when ``solver`` (a :data:`SOLVERS` name or a solver's own
     :class:`Capabilities`) does not take ``penalty`` (a
-    :class:`~sklearn_ssvm.penalties.Penalty`), before any work."""
+    :class:`~sklearn_ssvm.penalties.Penalty`), before any work: it takes a penalty whose
+    ``code`` its kernels run, or one that implements every method it calls."""
     caps = _declared(solver)
-    taken = caps.penalties == "any" or isinstance(penalty, ElasticNet) and (
-        caps.penalties == "elastic_net" or penalty.l1 == 0 and penalty.p is None)
-    if not taken:
-        raise ValueError(f"{caps.name} takes {PENALTIES[caps.penalties]}, not {penalty!r}.")
+    if penalty.code in caps.penalty_codes:
+        return
+    missing = [name for name in caps.penalty_methods if name not in penalty.methods()]
+    if caps.penalty_methods and not missing:
+        return
+    lacks = f": {type(penalty).__name__} has no {', '.join(missing)}" if missing else ""
+    raise ValueError(f"{caps.name} takes {penalty_text(caps)}, not {penalty!r}{lacks}.")
 
 
-def support_table():
-    """The user guide's support table (markdown), generated from :data:`SOLVERS`."""
+def support_table(names=None):
+    """The user guide's support table (markdown), generated from :data:`SOLVERS` (``names``:
+    those only, in that order; None: every declared one)."""
     head = ["solver", *(f"{KINDS[k]}" for k in KINDS), "penalty", "gap", "alpha path"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for caps in SOLVERS.values():
+    for caps in (SOLVERS[name] for name in (SOLVERS if names is None else names)):
         cells = []
         for kind in KINDS:
             if (kind, None) in caps.refused:
@@ -260,5 +215,5 @@ def support_table():
                      else f"{', '.join(caps.structures[0])} only")
             cells.append(which + (f", not {', '.join(missing)}" if missing else ""))
         rows.append(f"| `{caps.name}` | " + " | ".join(cells)
-                    + f" | {PENALTIES[caps.penalties]} | {caps.certificate} | {caps.path} |")
+                    + f" | {penalty_text(caps)} | {caps.certificate} | {caps.path} |")
     return "\n".join(rows)

@@ -214,7 +214,15 @@ class StructuredPragam(Solver):
         The keyword arguments of :func:`pragam_structured`.
     """
 
-    capabilities = capabilities.SOLVERS["pragam-structured"]
+    capabilities = capabilities.register("pragam-structured", capabilities.Capabilities(
+        name="PragamStructuredSVM", options=("sample_weight",), penalty_codes=("l2",),
+        refused={("graph", None): capabilities.PYTHON_ORACLES,
+                 ("binary_graph", None): capabilities.PYTHON_ORACLES},
+        certificate="exact duality gap of the best primal and dual iterates (spec 003 eq. (26))",
+        warm_start=False, path="grid (cold)",
+        structures=(("MulticlassSVM", "CandidateSet"),
+                    "its dual blocks are simplices over each example's outputs; a marginal "
+                    "polytope (chains, label trees) needs App. E.3's factorised projection")))
 
     def _solve(self, problem, penalty, warm):
         if warm is not None:

@@ -340,7 +340,16 @@ class ProxLinear(Solver):
         starts at a previous result's ``coef`` instead of ``init``.
     """
 
-    capabilities = capabilities.SOLVERS["prox-linear"]
+    capabilities = capabilities.register("prox-linear", capabilities.Capabilities(
+        name="SmoothSSVMClassifier(feature_map=...) on CandidateSet",
+        options=("elastic_net", "sample_weight"), penalty_codes=("l2",),
+        refused={("compiled", "elastic_net"): "the prox-linear method takes the L2 penalty",
+                 ("compiled", "sample_weight"): "the prox-linear method weighs every example "
+                                                "alike",
+                 ("graph", None): capabilities.PYTHON_ORACLES,
+                 ("binary_graph", None): capabilities.PYTHON_ORACLES},
+        certificate="none (non-convex in the weights)", warm_start=True,
+        path="grid (warm: coefficients)"))
 
     def _solve(self, problem, penalty, warm):
         settings = dict(self.settings)

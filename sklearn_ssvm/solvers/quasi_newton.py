@@ -99,7 +99,19 @@ class QuasiNewton(Solver):
         1: a progress bar; 2: also a line per iteration.
     """
 
-    capabilities = capabilities.SOLVERS["quasi-newton"]
+    capabilities = capabilities.register("quasi-newton", capabilities.Capabilities(
+        name="CRFClassifier", options=("elastic_net", "sample_weight"),
+        penalty_codes=("l2", "elastic_net"),
+        refused={("binary_graph", None): "the log-likelihood needs the log-partition "
+                                         "function; use GraphCRF, whose entropy smoothing is "
+                                         "TRW's bound on it"},
+        certificate="exact duality gap of the log-likelihood objective (the penalty's "
+                    "Fenchel-Young gap at the mean gradient); on loopy graphs of TRW's bound "
+                    "on it, uncertified",
+        warm_start=True, path="grid (warm: coefficients)",
+        structures=(("ChainCRF", "CandidateSet"),
+                    "the likelihood drops the task loss, which the other compiled structures "
+                    "keep in their kernels")))
 
     def _solve(self, problem, penalty, warm):
         mu = float(self.settings.get("mu", 1.0))

@@ -637,7 +637,14 @@ class Stochastic(Solver):
         the SGD warm-up epochs (the warm start is an informed snapshot).
     """
 
-    capabilities = capabilities.SOLVERS["stochastic"]
+    capabilities = capabilities.register("stochastic", capabilities.Capabilities(
+        name="SmoothSSVMClassifier(solver='casimir-svrg', 'svrg' or 'sgd')",
+        options=("elastic_net", "sample_weight"), penalty_codes=("l2", "elastic_net"),
+        refused={("graph", "elastic_net"): "the dense-oracle path of the stochastic solvers "
+                                           "takes the L2 penalty",
+                 ("binary_graph", "elastic_net"): capabilities.SOFT_AND_CONE},
+        certificate="the SSVM objective's gap, from the smoothed duals (stalls above tol)",
+        warm_start=True, path="grid (warm: coefficients, learning rate)"))
     methods = {"sgd": sgd, "svrg": svrg, "casimir-svrg": casimir_svrg}
 
     def _solve(self, problem, penalty, warm):

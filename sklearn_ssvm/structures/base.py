@@ -168,7 +168,9 @@ class StructuredModel(BaseEstimator):
             raise ValueError(f"X and Y have different numbers of examples: {len(lengths)} and "
                              f"{0 if Y is None else len(Y)}.")
         self._fit_labels(Y)
-        return self._pack(X_all, lengths, Y)
+        problem = self._pack(X_all, lengths, Y)
+        self._n_params = problem.n_params  # the one count: what the packing lays out
+        return problem
 
     def _estimator_tags(self, tags):
         """The scikit-learn tags of an estimator that trains this structure, given the
@@ -373,15 +375,10 @@ class StructuredModel(BaseEstimator):
 
     @property
     def n_params(self):
-        """Length of the parameter vector ``coef``."""
+        """Length of the parameter vector ``coef``: that of the examples ``prepare`` packed
+        (``[vec(W), theta]``, see ``Problem.split_coef``)."""
         self._check_fitted()
-        extra = self._augment_width()
-        n_edges = self._edges.shape[0]
-        return ((self.n_features_in_ + extra) * self._n_codes
-                + labelings.n_pair_stats(self._kind, self._n_codes, n_edges))
-
-    def _augment_width(self):
-        return 0
+        return self._n_params
 
     def _single(self, x, y=None):
         return self.pack([x] if self._sequence_input else _one_row(x),
@@ -720,9 +717,6 @@ class FlatStructure(StructuredModel):
     _sequence_input = False
     _parameter_constraints = {"fit_intercept": ["boolean"],
                               "intercept_scaling": [Interval(Real, 0, None, closed="neither")]}
-
-    def _augment_width(self):
-        return 1 if self.fit_intercept else 0
 
     def _augment(self, X_all, tok_offsets):
         if not self.fit_intercept:

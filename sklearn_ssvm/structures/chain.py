@@ -72,9 +72,6 @@ class ChainCRF(SequenceStructure):
     def _n_codes(self):
         return len(self.classes_)
 
-    def _augment_width(self):
-        return 3 if self.bias else 0
-
     def _fit_labels(self, Y):
         for name in ("bias", "normalize_loss"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
