@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from sklearn_ssvm import (BCFWStructuredSVM, BinarySVM, BMRMStructuredSVM, CandidateSet,
                           ChainCRF, CRFClassifier, MulticlassSVM, MultiLabel,
                           PragamStructuredSVM, PragamSVC, SmoothSSVMClassifier)
+from sklearn_ssvm.penalties import ElasticNet
 from sklearn_ssvm.structures import BinaryGraphCRF, GraphCRF
 
 STRUCTURED = {
@@ -47,16 +48,20 @@ STRUCTURES = {"chain": ChainCRF, "multiclass": MulticlassSVM, "binary": BinarySV
               "edge-graph": lambda: GraphCRF(edge_features=True, directed=True),
               "binary-graph": BinaryGraphCRF}
 GRAPHS = ("graph", "edge-graph", "binary-graph")
+#: penalties no fit takes: not a Penalty, or no finite strong convexity and l1 weight
+BAD_PENALTIES = ["l2", 0.1, ElasticNet(np.nan), ElasticNet(1.0, np.inf), ElasticNet(-1.0),
+                 ElasticNet(1.0 + 1j), ElasticNet(0.0)]
 #: (parameter, bad values) per estimator family
 BAD_PARAMS = {
     "structured": [("alpha", [0.0, -1.0, np.nan, np.inf, -np.inf, 1e-2 + 1j, "big", [1e-3]]),
                    ("max_iter", [0, -3, 2.5, None]), ("tol", [-1.0, np.nan, np.inf, "x"]),
                    ("n_jobs", [0, 1.5, "all"]), ("random_state", ["seed", 1.5]),
-                   ("warm_start", ["yes", 2])],
+                   ("warm_start", ["yes", 2]), ("penalty", BAD_PENALTIES)],
     "crf": [("c1", [-1.0, np.nan, np.inf, 1e-2 + 1j, None, "big"]),
             ("c2", [0.0, -1.0, np.nan, np.inf, None]), ("memory", [0, 2.5, None]),
             ("alpha", [0.0, -1.0, np.nan, np.inf, "big"]), ("l1_ratio", [1.0, -0.5, np.nan]),
-            ("max_iter", [0, -3, 2.5, None]), ("tol", [-1.0, np.nan, np.inf, "x"])],
+            ("max_iter", [0, -3, 2.5, None]), ("tol", [-1.0, np.nan, np.inf, "x"]),
+            ("penalty", BAD_PENALTIES)],
     "pragam": [("alpha", [0.0, -1.0, np.nan, np.inf, 1e-2 + 1j, None, "big"]),
                ("max_iter", [0, -3, 2.5]), ("tol", [-1.0, np.nan, np.inf]),
                ("solver", ["newton", None]),

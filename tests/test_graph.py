@@ -511,7 +511,8 @@ def test_graph_crf_training_errors():
         SmoothSSVMClassifier(BinaryGraphCRF(), smoothing="entropy", top_k=None).fit(X, Y)
     with pytest.raises(ValueError, match="set top_k"):
         SmoothSSVMClassifier(BinaryGraphCRF(), top_k=None).fit(X, Y)
-    with pytest.raises(ValueError, match=r"BinaryGraphCRF with an l1 part \(l1_ratio > 0\): the soft-threshold"):
+    with pytest.raises(ValueError, match=r"BinaryGraphCRF with an l1 part \(l1_ratio > 0\): "
+                                         r"the soft-threshold"):
         SmoothSSVMClassifier(BinaryGraphCRF(), l1_ratio=0.5).fit(X, Y)
     est = SmoothSSVMClassifier(BinaryGraphCRF(), max_iter=2, random_state=0).fit(X, Y)
     with pytest.raises(ValueError, match="node features"):

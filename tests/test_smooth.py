@@ -481,6 +481,11 @@ def test_agm_solver_certifies_the_bcfw_optimum(solver):
     assert est.duality_gap_ <= 0.05 * est.loss_scale_
     with pytest.raises(ValueError, match=f"solver='{solver}' needs smoothing='entropy'"):
         SmoothSSVMClassifier(ChainCRF(), solver=solver).fit(X, Y)
+    coef = est.coef_.copy()  # AGM declares no warm start: refused, the fit kept
+    with pytest.raises(ValueError, match=r"continues the previous fit, but SmoothSSVMClassifier"
+                                         r"\(solver='agm' or 'agm-ef1'\) declares no warm"):
+        est.set_params(warm_start=True).fit(X, Y)
+    np.testing.assert_array_equal(est.coef_, coef)
 
 
 def test_agm_ef1_is_its_own_method():

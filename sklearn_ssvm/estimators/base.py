@@ -179,6 +179,10 @@ class StructuredEstimator(BaseEstimator):
         scale = self._loss_scale(problem)  # tol (and mu) are relative to it
         solver = self._solver(problem, scale)
         solver.check(problem, self._options(problem))
+        if previous is not None and not solver.capabilities.warm_start:
+            raise ValueError(f"warm_start=True continues the previous fit, but "
+                             f"{solver.capabilities.name} declares no warm start: set "
+                             f"warm_start=False.")
         alpha = self._default_alpha(problem) if self.alpha is None else float(self.alpha)
         with interruptible() as stopped:
             fitted = self._solve(solver, problem, alpha, previous, scale, **fit_params)
@@ -246,7 +250,15 @@ class StructuredEstimator(BaseEstimator):
             raise ValueError(f"{type(self).__name__} got penalty={penalty!r} and an l1 ratio of "
                              f"{l1_ratio}: l1_ratio shapes the default elastic net only; write "
                              f"the l1 part into the penalty (e.g. ElasticNet(c, l1)).")
-        return penalty.bind(problem).scaled(alpha)
+        bound = penalty.bind(problem).scaled(alpha)
+        # numba takes no NaN: the strong convexity and an l1 weight must be finite numbers
+        c, l1 = getattr(bound, "c", None), getattr(bound, "l1", 0.0)
+        if not (isinstance(c, Real) and np.isfinite(c) and c > 0 and isinstance(l1, Real)
+                and np.isfinite(l1) and l1 >= 0):
+            raise ValueError(f"penalty={penalty!r} must be strongly convex with a finite "
+                             f"modulus c > 0 (and a finite l1 >= 0); at alpha={alpha} it has "
+                             f"c={c!r}, l1={l1!r}.")
+        return bound
 
     def _l1_ratio(self):
         """The default elastic net's ``l1_ratio``."""

@@ -477,8 +477,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
         elif self._agm():
             fitted = self._solve_agm(solver, problem, self._penalty(alpha, problem), previous)
         else:
-            fitted = self._solve_stochastic(solver, problem, self._penalty(alpha, problem), previous,
-                                            callback, loss_scale)
+            fitted = self._solve_stochastic(solver, problem, self._penalty(alpha, problem),
+                                            previous, callback, loss_scale)
         return {"validation_scores_": None, "best_validation_score_": None, **fitted}
 
     def _early_stops(self, n_samples):
@@ -542,9 +542,9 @@ class SmoothSSVMClassifier(StructuredEstimator):
         return warm
 
     def _solve_agm(self, solver, problem, penalty, previous):
-        if self.smoothing != "entropy" or previous is not None:
+        if self.smoothing != "entropy":
             raise ValueError(f"solver={self.solver!r} needs smoothing='entropy' (with "
-                             "top_k=None) and no warm start.")
+                             "top_k=None).")
         smoothing_code(self.smoothing, self.top_k, problem.kind)  # validates top_k and kind
         result = solver.solve(problem, penalty)
         return self._fitted(result, learning_rate_=np.nan,

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from .._kernels import labelings
 
 __all__ = ["KINDS", "OPTIONS", "PENALTIES", "SOLVERS", "Capabilities", "check",
-           "check_penalty", "penalty_text", "refusal", "register", "structure_kind", "support_table"]
+           "check_penalty", "penalty_text", "refusal", "register", "structure_kind",
+           "support_table"]
 
 KINDS = {"compiled": "the compiled structures", "graph": "GraphCRF",
          "binary_graph": "BinaryGraphCRF"}
