@@ -522,9 +522,6 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         tags.requires_fit = True
         return tags
 
-    def _more_tags(self):  # scikit-learn < 1.6
-        return {"X_types": ["dict"], "requires_fit": True}
-
 
 _OFFSET_PREFIXES = ((0, ""), (-1, "-1:"), (-2, "-2:"), (1, "+1:"), (2, "+2:"))
 

@@ -354,16 +354,6 @@ class PairwiseMRF:
         sizes = np.diff(np.concatenate([self.node_offsets, self.edge_offsets[1:]]))
         return 1.0 / np.repeat(sizes, sizes).astype(np.float64)
 
-    def clique_sizes(self):
-        """``n_c`` for the ``n_nodes + n_edges`` cliques.
-
-        Returns
-        -------
-        ndarray of int64, shape (n_nodes + n_edges,)
-            ``n_states[i]`` for the nodes, then ``n_states[a] * n_states[b]`` for the edges.
-        """
-        return np.diff(np.concatenate([self.node_offsets, self.edge_offsets[1:]]))
-
     def check_assignment(self, assignment):
         """Validate a full assignment and return it as int64.
 

@@ -71,14 +71,6 @@ def smoothing_code(smoothing, top_k, kind):
     return smoothed.L2, 1
 
 
-def check_finite_matrix(x, what):
-    """Return ``x`` as CSR float64, raising a ValueError naming ``what`` on NaN or inf, and on
-    complex or non-numeric values (numpy would drop imaginary parts with only a warning)."""
-    x = as_float_matrix(x, what)
-    check_values(x.data if sp.issparse(x) else x, what)
-    return x
-
-
 def as_float_matrix(x, what):
     """``x`` as a float64 CSR matrix or array (no copy when it is one), refusing complex and
     non-numeric dtypes with a ValueError naming ``what``; the values are not checked."""
