@@ -159,8 +159,9 @@ class Penalty(ABC):
     def scaled(self, alpha):
         """Return ``alpha`` times this penalty.
 
-        The estimators' regulariser at their ``alpha``; by default a penalty whose maps are
-        this one's, scaled (those this penalty implements).
+        The estimators' regulariser at their ``alpha``: an :class:`ElasticNet` scales to an
+        elastic net (what the compiled solvers run), any other penalty to one whose maps
+        (those it implements) are its own, scaled.
 
         Parameters
         ----------
@@ -174,7 +175,10 @@ class Penalty(ABC):
         """
         if not alpha > 0:
             raise ValueError(f"alpha must be > 0, got {alpha!r}.")
-        return _Scaled(self, float(alpha))
+        return self._times(float(alpha))
+
+    def _times(self, alpha):
+        return _Scaled(self, alpha)
 
     @abstractmethod
     def value(self, w):
@@ -377,22 +381,7 @@ class ElasticNet(Penalty):
         solvers' kernels run."""
         return "l2" if self.l1 == 0 and self.p is None else "elastic_net"
 
-    def scaled(self, alpha):
-        """Return ``alpha`` times this penalty, an elastic net again.
-
-        Parameters
-        ----------
-        alpha : float
-            Regularisation strength, ``alpha > 0``.
-
-        Returns
-        -------
-        ElasticNet
-            ``c``, ``l1`` and ``p`` times ``alpha``.
-        """
-        if not alpha > 0:
-            raise ValueError(f"alpha must be > 0, got {alpha!r}.")
-        alpha = float(alpha)
+    def _times(self, alpha):  # an elastic net again, for the compiled solvers
         return ElasticNet(alpha * self.c, alpha * self.l1, None if self.p is None
                           else alpha * self.p)
 
@@ -596,8 +585,8 @@ class _Scaled(Penalty):
     def least_norm_subgradient(self, w, grad):
         return self.alpha * self.base.least_norm_subgradient(w, grad / self.alpha)
 
-    def scaled(self, alpha):
-        return self.base.scaled(self.alpha * float(alpha))
+    def _times(self, alpha):
+        return self.base.scaled(self.alpha * alpha)
 
 
 def as_penalty(penalty):
