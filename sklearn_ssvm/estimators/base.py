@@ -280,8 +280,7 @@ class StructuredEstimator(BaseEstimator):
     def _options(self, problem):
         """The :data:`~sklearn_ssvm.solvers.capabilities.OPTIONS` this fit asks for."""
         bounds = getattr(self, "coef_bounds", None)
-        asked = {"elastic_net": getattr(self._penalty(1.0, problem), "code", None)
-                 == "elastic_net",
+        asked = {"elastic_net": self._penalty(1.0, problem).code == "elastic_net",
                  "away": getattr(self, "step", None) == "away",
                  "averaging": bool(getattr(self, "averaging", False)),
                  "bounds": bounds is not None,

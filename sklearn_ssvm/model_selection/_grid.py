@@ -12,8 +12,8 @@ from sklearn.exceptions import ConvergenceWarning
 from .._validation import check_params
 from ..solvers.bcfw import BCFWResult, DualState
 from ..solvers.bcfw_path import block_deltas, check_zero_loss
-from ._path import (_as_generator, _certified_path_refusal, _path_solver, _PathResult,
-                    _seed_sequences, _uses_atoms)
+from ._path import (_as_generator, _certified_path_refusal, _PathResult, _seed_sequences,
+                    _uses_atoms)
 
 __all__ = ["GridSearchPath", "grid_search_path"]
 
@@ -172,12 +172,13 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
     structure = clone(estimator.structure)
     problem = structure.prepare(X, Y)
     wall = time.perf_counter()
-    if _certified_path_refusal(estimator, problem) is not None:
+    solver = estimator._solver(problem, 1.0)  # its own: tol, seed and threads the path's
+    if _certified_path_refusal(estimator, solver) is not None:
         points = _grid_by_estimator(estimator, structure, problem, X, Y, alphas, tol, warm_start)
         return GridSearchPath(estimator=clone(estimator), structure=structure,
                               n_samples=problem.n_samples, warm_start=warm_start, tol=tol,
                               points=points, wall_time=time.perf_counter() - wall)
-    solver = _path_solver(estimator, problem).replace(tol=tol, averaging=False, verbose=0)
+    solver = solver.replace(tol=tol, averaging=False, verbose=0)
     settings = solver.settings
     random_state = getattr(estimator, "random_state", None)
     points = []

@@ -70,28 +70,17 @@ def _seed_sequences(random_state, k):
     return np.random.SeedSequence(entropy).spawn(k)
 
 
-def _path_solver(estimator, problem):
-    """``estimator``'s own solver for the solves of a certified path on ``problem`` (its
-    ``tol``, thread count and seed set by the path), or the ``ValueError`` saying why it has
-    none."""
-    refusal = _certified_path_refusal(estimator, problem)
-    if refusal is not None:
-        raise ValueError(refusal)
-    return estimator._solver(problem, 1.0)
-
-
-def _certified_path_refusal(estimator, problem=None):
-    """Why ``estimator`` has no certified path (spec 002 §8), or None: its solver on
-    ``problem`` must declare ``certified_path`` (Prop. 1 and Alg. 6 are BCFW's dual under the
-    L2 penalty, without constraints); without ``problem`` (before the data are packed) the
-    checks that need none. Invalid parameters raise scikit-learn's error first."""
+def _certified_path_refusal(estimator, solver=None):
+    """Why ``estimator`` has no certified path (spec 002 §8), or None: its ``solver`` (the
+    fit's on the packed data) must declare ``certified_path`` (Prop. 1 and Alg. 6 are BCFW's
+    dual under the L2 penalty, without constraints); without ``solver`` (before the data are
+    packed) the checks that need none. Invalid parameters raise scikit-learn's error first."""
     from ..estimators.base import StructuredEstimator
 
     structured = isinstance(estimator, StructuredEstimator)
     if structured:
         check_params(estimator)
-    caps = (estimator._solver(problem, 1.0).capabilities if structured and problem is not None
-            else None)
+    caps = None if solver is None else solver.capabilities
     if not structured or caps is not None and not caps.certified_path:
         name = type(estimator).__name__ if caps is None else caps.name
         return (f"The certified paths (regularization_path, cross_validate_path) are built on "
@@ -489,7 +478,10 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
     rng = _as_generator(getattr(estimator, "random_state", None))
     structure = clone(estimator.structure)
     problem = structure.prepare(X, Y)
-    solver = _path_solver(estimator, problem)
+    solver = estimator._solver(problem, 1.0)  # its own: tol, seed and threads the path's
+    refusal = _certified_path_refusal(estimator, solver)
+    if refusal is not None:
+        raise ValueError(refusal)
     check_zero_loss(problem)
     n = problem.n_samples
     tol = kappa * eps

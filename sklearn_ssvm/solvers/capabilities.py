@@ -40,9 +40,9 @@ PENALTIES = {"l2": "the L2 penalty (ElasticNet with l1_ratio=0)",
 
 #: refusal reasons several solvers share
 SOFT_AND_CONE = ("the soft-threshold does not compose with the projection onto the "
-                  "submodular cone")
+                 "submodular cone")
 PYTHON_ORACLES = ("it runs the compiled structures' oracles in its numba loops; the graphs' "
-                   "oracles run from Python per example")
+                  "oracles run from Python per example")
 
 
 @dataclass(frozen=True)
