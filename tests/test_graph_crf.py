@@ -488,12 +488,12 @@ def test_loopy_fits_stop_where_passes_cannot_close_the_gap():
 
 def python_oracles(crf, graphs, problem, coef, y_out):
     """Per example of BCFW's label space: the compiled oracle's labeling (in ``y_out``) and
-    ``_label_oracle``'s labeling and bound from Python at the same weights."""
+    ``label_oracle``'s labeling and bound from Python at the same weights."""
     W, theta = problem.split_coef(coef)
     U = problem.token_matrix() @ W
     for i, example in enumerate(graphs.examples):
         t0, t1 = problem.tok_offsets[i], problem.tok_offsets[i + 1]
-        labeling, bound, _ = crf._label_oracle(example, U[t0:t1], theta, True)
+        labeling, bound, _ = crf.label_oracle(example, U[t0:t1], theta, True)
         yield y_out[problem.node_offsets[i]:problem.node_offsets[i + 1]], labeling, bound
 
 

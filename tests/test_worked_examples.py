@@ -10,6 +10,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
+from sklearn.utils import check_array
 
 from _brute import brute_max, elastic_net_qp
 from _golden import _data, _structures
@@ -20,8 +21,8 @@ from sklearn_ssvm._kernels.labelings import CANDIDATES
 from sklearn_ssvm._kernels.smoothed import ENTROPY
 from sklearn_ssvm.estimators.base import StructuredEstimator
 from sklearn_ssvm.feature_maps import MLPFeatureMap
-from sklearn_ssvm.model_selection import (SmoothSSVMClassifierCV, cross_validated,
-                                          grid_search_path)
+from sklearn_ssvm.model_selection import (BCFWStructuredSVMCV, SmoothSSVMClassifierCV,
+                                          cross_validated, grid_search_path)
 from sklearn_ssvm.penalties import ElasticNet, Penalty
 from sklearn_ssvm.solvers import capabilities
 from sklearn_ssvm.solvers.agm import AGM
@@ -33,6 +34,7 @@ from sklearn_ssvm.solvers.capabilities import Capabilities, register
 from sklearn_ssvm.solvers.prox_linear import ProxLinear
 from sklearn_ssvm.solvers.result import HISTORY_COLUMNS, SolverResult, history_record
 from sklearn_ssvm.solvers.smooth import Smoothing, Stochastic
+from sklearn_ssvm.structures import GraphStructure
 
 
 # [penalty]
@@ -132,6 +134,64 @@ class OrdinalRegression(MulticlassSVM):
         return problem, lambda y_pred: 1.0 - float(np.mean(np.abs(y_pred - levels))) / (
             len(self.classes_) - 1)
 # [/structure]
+
+
+# [graph-structure]
+class Taxonomy(GraphStructure):
+    """Classes are the leaves of a tree of categories (``parent[k]``: node ``k``'s parent, -1
+    at the root). In label space the tree's nodes are binary (on the class's root path or
+    not), each node's features are ``x`` in a block of its own and the tree's edges carry one
+    constant feature, so a class scores its path's nodes; the loss is the tree distance, the
+    nodes on one path only, over twice the depth. Its oracle enumerates the leaves, in
+    Python."""
+
+    def __init__(self, parent):
+        self.parent = parent
+
+    def examples(self, X, Y=None, fit=False):  # an example: (the node features, its path)
+        X = check_array(X)
+        if fit:
+            parent = np.asarray(self.parent)
+            paths = np.eye(len(parent), dtype=np.int64)  # paths[k, j]: j is on k's root path
+            for k in range(len(parent)):
+                j = parent[k]
+                while j >= 0:
+                    paths[k, j], j = 1, parent[j]
+            children = np.flatnonzero(parent >= 0)
+            self.edges_ = np.column_stack([parent[children], children])
+            self.leaves_ = np.setdiff1d(np.arange(len(parent)), parent)
+            self.paths_ = paths[self.leaves_]
+            self.classes_, self.n_features_in_ = np.array([0, 1]), X.shape[1]
+        elif X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, expected {self.n_features_in_}.")
+        N = len(self.parent)
+        rows = [sp.kron(sp.identity(N), x[None, :], format="csr") for x in X]
+        leaves = [None] * len(X) if Y is None else np.searchsorted(self.leaves_, Y)
+        return [(x, None if k is None else self.paths_[k]) for x, k in zip(rows, leaves)]
+
+    @property
+    def n_params(self):
+        return 2 * len(self.parent) * self.n_features_in_ + 4
+
+    def label_graph(self, example):
+        return (example[0], self.edges_, np.ones((len(self.edges_), 1)),
+                0.5 / (self.paths_.sum(axis=1).max() - 1))  # 1 / (2 depth)
+
+    def labeling(self, example):
+        return example[1]
+
+    def label_oracle(self, example, unary, pairwise, augment):
+        P, (s, t) = self.paths_, self.edges_.T  # the leaves' labelings
+        scores = (unary[np.arange(P.shape[1]), P].sum(axis=1)
+                  + pairwise[2 * P[:, s] + P[:, t]].sum(axis=1))
+        if augment:
+            scores += self.label_graph(example)[3] * (P != example[1]).sum(axis=1)
+        return P[np.argmax(scores)], np.nan, ("leaves", True)
+
+    def predict(self, X, coef):
+        return [self.leaves_[np.flatnonzero((self.paths_ == y).all(axis=1))[0]]
+                for y in super().predict(X, coef)]
+# [/graph-structure]
 
 
 # [solver]
@@ -350,6 +410,95 @@ def test_ordinal_regression_trains_with_every_estimator():
             assert other.fit(X, y).score(X, y) > 0.85
     search = GridSearchCV(clone(bcfw).set_params(tol=1e-3), {"alpha": [0.01, 0.1]}, cv=2)
     assert search.fit(X, y).best_estimator_.score(X, y) > 0.85
+
+
+# -- the structure with a Python oracle ----------------------------------------------------
+
+PARENT = [-1, 0, 0, 1, 1, 2, 2]  # a root, two categories, four leaf classes
+
+
+def _taxonomy_data(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    scores = X @ (2.0 * rng.normal(size=(3, 4))) + 0.5 * rng.normal(size=(n, 4))
+    return X, np.array([3, 4, 5, 6])[scores.argmax(axis=1)]
+
+
+class _TaxonomyByHand:
+    """The taxonomy's joint feature and loss written out (the enumeration's reference): node
+    ``k``'s block ``e_k (x) x`` in the column of its state, the table of (parent, child)
+    states, and the tree distance."""
+
+    classes_ = [3, 4, 5, 6]
+    path = {3: [0, 1, 3], 4: [0, 1, 4], 5: [0, 2, 5], 6: [0, 2, 6]}
+    n_params = 2 * 7 * 3 + 4
+
+    def state(self, leaf):
+        return np.isin(np.arange(7), self.path[leaf]).astype(int)
+
+    def joint_feature(self, x, leaf):
+        on, W = self.state(leaf), np.zeros((7, 3, 2))
+        W[np.arange(7), :, on] = x
+        counts = [sum(on[PARENT[k]] == a and on[k] == b for k in range(1, 7))
+                  for a in (0, 1) for b in (0, 1)]
+        return np.concatenate([W.ravel(), counts])
+
+    def loss(self, y_true, leaf):
+        return np.sum(self.state(y_true) != self.state(leaf)) / 4.0
+
+
+def test_taxonomy_oracle_matches_enumeration():
+    """The Python oracle, through the protocol's derived hooks (``_decode``'s value and the
+    true labeling's score), equals the enumeration of the written-out joint feature."""
+    X, y = _taxonomy_data()
+    structure, by_hand = Taxonomy(PARENT), _TaxonomyByHand()
+    problem = structure.prepare(X, y)
+    assert structure.n_params == by_hand.n_params
+    rng = np.random.default_rng(1)
+    for i in range(10):
+        coef = rng.normal(size=structure.n_params)
+        best, leaf = brute_max(by_hand, X[i], y[i], coef)
+        labeling, value, gold, (_, exact) = structure._decode(problem.examples[i], coef, True)
+        assert exact and value - gold == pytest.approx(best, abs=1e-12)
+        np.testing.assert_array_equal(labeling, by_hand.state(leaf))
+        np.testing.assert_allclose(structure._phi(problem.examples[i], labeling),
+                                   by_hand.joint_feature(X[i], leaf))
+        assert problem.loss(i, labeling) == by_hand.loss(y[i], leaf)
+
+
+def test_a_structure_with_a_python_oracle_trains_with_every_graph_solver():
+    """BCFW (its compiled pass calling the oracle from Python) reaches the enumeration QP's
+    optimum within its certified gap, BMRM within its own, SGD fits it; predictions are
+    leaves, the score is one minus the tree distance; the CV estimator, the grid path,
+    ``GridSearchCV`` and ``clone`` take it unchanged, and the solvers that refuse graphs
+    refuse it with their declared message."""
+    X, y = _taxonomy_data()
+    qp, _ = elastic_net_qp(_TaxonomyByHand(), X, y, ElasticNet.from_alpha(0.1))
+    for est in (BCFWStructuredSVM(Taxonomy(PARENT), alpha=0.1, tol=1e-6, max_iter=2000,
+                                  random_state=0),
+                BMRMStructuredSVM(Taxonomy(PARENT), alpha=0.1, tol=1e-6)):
+        est.fit(X, y)
+        assert est.converged_ and est.gap_certified_
+        assert est.primal_objective_ - est.duality_gap_ - 1e-9 <= qp
+        assert qp <= est.primal_objective_ + 1e-9
+    predicted = est.predict(X)
+    distance = [_TaxonomyByHand().loss(a, b) for a, b in zip(y, predicted)]
+    assert set(predicted) <= {3, 4, 5, 6}
+    assert est.score(X, y) == pytest.approx(1 - np.mean(distance)) and est.score(X, y) > 0.9
+    sgd = SmoothSSVMClassifier(Taxonomy(PARENT), alpha=0.1, smoothing=None, solver="sgd",
+                               max_iter=30, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert sgd.fit(X, y).score(X, y) > 0.85
+    cv = BCFWStructuredSVMCV(Taxonomy(PARENT), alphas=[0.3, 0.1], cv=2, tol=1e-4).fit(X, y)
+    assert cv.alpha_ in (0.3, 0.1) and cv.score(X, y) > 0.85
+    path = grid_search_path(BCFWStructuredSVM(Taxonomy(PARENT)), X, y, alphas=[0.3, 0.1])
+    assert path.converged_.all() and np.all(path.gaps_ <= 0.1)
+    search = GridSearchCV(clone(est), {"alpha": [0.01, 0.1]}, cv=2).fit(X, y)
+    assert search.best_estimator_.score(X, y) > 0.85
+    with pytest.raises(ValueError) as error:
+        SmoothSSVMClassifier(Taxonomy(PARENT), solver="agm").fit(X, y)
+    assert str(error.value) == capabilities.refusal("agm", "graph")
 
 
 # -- the solver -----------------------------------------------------------------------------

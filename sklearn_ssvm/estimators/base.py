@@ -12,9 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import Interval, check_params
 from ..penalties import ElasticNet, Penalty
 from ..solvers._common import interruptible, kernel_threads
-from ..structures.base import StructuredModel
-from ..structures.graph import BinaryGraphCRF
-from ..structures.graph_crf import GraphCRF
+from ..structures.base import Structure
 
 
 def training_key(problem, features=True):
@@ -101,7 +99,7 @@ class StructuredEstimator(BaseEstimator):
     """
 
     _parameter_constraints = {
-        "structure": [StructuredModel, BinaryGraphCRF, GraphCRF],
+        "structure": [Structure],
         "alpha": [Interval(Real, 0, None, closed="neither"), None],
         "penalty": [Penalty, None],
         "max_iter": [Interval(Integral, 1, None, closed="left")],

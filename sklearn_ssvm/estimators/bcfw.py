@@ -25,7 +25,7 @@ class BCFWStructuredSVM(StructuredEstimator):
 
     Parameters
     ----------
-    structure : StructuredModel
+    structure : Structure
         What is predicted: ``ChainCRF()``, ``BinarySVM()``, ``MulticlassSVM()``,
         ``MultiLabel()``, ``CandidateSet()``, ``GraphCRF()`` (loopy graphs, oracles run from
         Python per example). Cloned at fit; the fitted copy is ``structure_``.
@@ -142,7 +142,7 @@ class BCFWStructuredSVM(StructuredEstimator):
         ``w``; ``coef_ @ structure_.joint_feature(x, y)`` is the score of labeling ``y``.
     n_nonzero_coef_ : int
         Non-zero entries of ``coef_``.
-    structure_ : StructuredModel
+    structure_ : Structure
         The fitted structure (``classes_``, ``n_features_in_``, ``loss``, oracles).
     classes_ : ndarray
     n_features_in_ : int

@@ -19,7 +19,7 @@ class BMRMStructuredSVM(StructuredEstimator):
 
     Parameters
     ----------
-    structure : StructuredModel
+    structure : Structure
         What is predicted: ``ChainCRF()``, ``BinarySVM()``, ``MulticlassSVM()``,
         ``MultiLabel()``, ``CandidateSet()``, ``GraphCRF()`` (loopy graphs, oracles run from
         Python per example). Cloned at fit; the fitted copy is ``structure_``.
@@ -67,7 +67,7 @@ class BMRMStructuredSVM(StructuredEstimator):
     ----------
     coef_ : ndarray of shape (n_params,)
         ``w``, the best iterate (the one the gap certifies).
-    structure_ : StructuredModel
+    structure_ : Structure
     classes_ : ndarray
     n_features_in_ : int
     alpha_ : float

@@ -88,7 +88,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
 
     Parameters
     ----------
-    structure : StructuredModel
+    structure : Structure
         ``ChainCRF()``, ``MultiLabel()``, ``MulticlassSVM()``, ``CandidateSet()``, ...
     alpha : float or None, default=None
         Regularisation ``lambda``; None: the scale-free rule of :class:`BCFWStructuredSVM`

@@ -232,7 +232,7 @@ _CV_DOC = """
 
     Parameters
     ----------
-    structure : StructuredModel
+    structure : Structure
         As for :class:`{name}`.
     alphas : int or array-like, default=7
         Candidate ``alpha`` values, or their number: that many, a factor 2 apart, centred on

@@ -28,7 +28,7 @@ class GridSearchPath(_PathResult):
     ----------
     estimator : StructuredEstimator
         The (unfitted) estimator the grid was solved with.
-    structure : StructuredModel
+    structure : Structure
         The structure fitted on the training data.
     n_samples : int
         Number of training examples.
@@ -61,7 +61,7 @@ class GridSearchPath(_PathResult):
         Wall-clock seconds of the whole search.
     warm_start : str or None
     n_samples_ : int
-    structure_ : StructuredModel
+    structure_ : Structure
     estimator : StructuredEstimator
     """
 

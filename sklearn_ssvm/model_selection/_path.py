@@ -221,7 +221,7 @@ class RegularizationPath(_PathResult):
     ----------
     estimator : BCFWStructuredSVM
         The (unfitted) estimator the path was computed with.
-    structure : StructuredModel
+    structure : Structure
         The structure fitted on the training data.
     n_samples : int
         Number of training examples.
@@ -280,7 +280,7 @@ class RegularizationPath(_PathResult):
     eps, kappa : float
     heuristic : bool
     n_samples_ : int
-    structure_ : StructuredModel
+    structure_ : Structure
         The structure fitted on the training data.
     estimator : BCFWStructuredSVM
         The (unfitted) estimator the path was computed with.

@@ -721,7 +721,7 @@ class _GraphOracle:
         self.bounds = bounds
 
     def __call__(self, i, U, theta, augment, y_out):
-        labeling, bound, (name, certified) = self.structure._label_oracle(
+        labeling, bound, (name, certified) = self.structure.label_oracle(
             self.examples[i], U, theta, augment)
         y_out[:] = labeling
         self.bounds[i] = bound
@@ -731,17 +731,19 @@ class _GraphOracle:
 
 
 class GraphProblem(ExampleWeights):
-    """Validated examples of a graph structure (:class:`BinaryGraphCRF`, ``GraphCRF``) for the
-    solvers, whose oracles run from Python per example.
+    """Validated examples of a :class:`~sklearn_ssvm.structures.GraphStructure` (``GraphCRF``,
+    ``BinaryGraphCRF``, or one written outside the package) for the solvers, whose oracles run
+    from Python per example.
 
     BCFW packs them in label space (:meth:`label_space`) and steps in its compiled pass, which
     calls these oracles (graph cuts, integer programs, message passing) from Python. BMRM and
     the smoothed solvers take their dense-oracle paths, with dense per-example statistics
     (``coef`` is short: node features times states plus the pairwise tables) and, for
     ``BinaryGraphCRF``, a projection keeping the pairwise table submodular after every step.
-    The structure supplies, per validated example, ``_decode`` (the max oracle), ``_smoothed``
-    (the top-K oracle), ``_loss``, ``_largest_loss``, ``_squared_radius``, and for
-    :meth:`label_space` ``_label_graph`` and ``_label_oracle``. Every
+    The structure supplies, per validated example, the hooks of ``GraphStructure``: the public
+    ``label_graph``, ``labeling`` and ``label_oracle`` it writes, and ``_decode`` (the max
+    oracle at ``coef``), ``_smoothed``, ``_loss``, ``_largest_loss`` and ``_squared_radius``
+    that follow from them unless it writes its own. Every
     oracle call reports the oracle that ran and whether it was exact: ``oracle_calls`` counts
     them by name and ``certified`` says whether all were exact (only then are duality gaps
     certificates).
@@ -864,7 +866,7 @@ class GraphProblem(ExampleWeights):
 
     def labeling(self, i):
         """The true labeling of example ``i`` (state indices)."""
-        return self.structure._example_arrays(self.examples[i])[2]
+        return self.structure.labeling(self.examples[i])
 
     def run_oracle(self, coef, augment):
         """Every example's oracle, as ``Problem.run_oracle`` without a dual state:
@@ -927,8 +929,8 @@ class GraphProblem(ExampleWeights):
 
     @cached_property
     def _label_arrays(self):
-        parts = [self.structure._label_graph(example) for example in self.examples]
-        features = sp.csr_matrix(np.vstack([f for f, _, _, _ in parts]))
+        parts = [self.structure.label_graph(example) for example in self.examples]
+        features = sp.vstack([sp.csr_matrix(f) for f, _, _, _ in parts], format="csr")
         n_edges = [len(e) for _, e, _, _ in parts]
         S = len(self.structure.classes_)
         return dict(kind=labelings.GRAPH, indptr=features.indptr.astype(np.int64),
@@ -936,7 +938,7 @@ class GraphProblem(ExampleWeights):
                     n_features=features.shape[1], tok_offsets=self.node_offsets,
                     y=self.y, node_offsets=self.node_offsets, n_codes=S,
                     n_pair=parts[0][2].shape[1] * S * S,
-                    tok_loss=np.concatenate([np.full(len(f), loss) for f, _, _, loss in parts]),
+                    tok_loss=np.concatenate([np.full(f.shape[0], loss) for f, _, _, loss in parts]),
                     edges=np.vstack([e for _, e, _, _ in parts]).astype(np.int64),
                     edge_offsets=np.concatenate([[0], np.cumsum(n_edges)]).astype(np.int64),
                     edge_data=np.ascontiguousarray(np.vstack([d for _, _, d, _ in parts]),
@@ -955,9 +957,8 @@ class GraphProblem(ExampleWeights):
         (``_kernels.graph_oracle.GraphOracles``): compiled where the structure's
         ``_compiled_oracle`` gives the example's oracle code, model and settings, else (and
         where a compiled graph cut meets tables that are not submodular) the structure's
-        ``_label_oracle`` from Python."""
-        compiled = [getattr(self.structure, "_compiled_oracle", lambda e: None)(e)
-                    for e in self.examples]
+        ``label_oracle`` from Python."""
+        compiled = [self.structure._compiled_oracle(e) for e in self.examples]
         oracles = pack_graph_oracles(
             -1, np.diff(self.node_offsets), np.diff(self._label_arrays["edge_offsets"]),
             [PYTHON if c is None else c[0] for c in compiled],

@@ -9,6 +9,7 @@ so that one set of numba kernels (unary scores, oracles, BCFW steps) serves them
 parameter vector is ``coef = [vec(W), theta]`` with ``W`` of shape ``(n_token_features, n_codes)``.
 """
 import numbers
+from abc import ABC, abstractmethod
 from numbers import Real
 
 import numpy as np
@@ -115,8 +116,102 @@ def stack_csr(blocks, n_features):
                          shape=(indptr.shape[0] - 1, n_features))
 
 
-class StructuredModel(BaseEstimator):
-    """Base class of the structures: validation, label encoding, packing and oracles.
+class Structure(BaseEstimator, ABC):
+    """The structure protocol: what every estimator asks of what it predicts, the joint
+    feature map, loss and oracles of the structured SVM (Tsochantaridis et al. 2005, JMLR).
+
+    Two families implement it: :class:`StructuredModel` (the compiled structure kinds, whose
+    oracles the solvers call in their numba loops) and
+    :class:`~sklearn_ssvm.structures.GraphStructure` (labelings of a graph per example,
+    whose oracle runs from Python: the graph structures, and a new structure before anyone
+    compiles it).
+    """
+
+    @abstractmethod
+    def prepare(self, X, Y):
+        """Fit on ``(X, Y)`` and return them validated for the solvers.
+
+        Parameters
+        ----------
+        X : list or array-like
+            The examples.
+        Y : list or array-like
+            Their outputs.
+
+        Returns
+        -------
+        Problem or GraphProblem
+            The packed training examples.
+        """
+
+    @abstractmethod
+    def pack(self, X, Y=None):
+        """Validate new examples (outputs optional) against the fitted structure.
+
+        Parameters
+        ----------
+        X : list or array-like
+            The examples.
+        Y : list, array-like or None, default=None
+            Their outputs, or None.
+
+        Returns
+        -------
+        Problem or GraphProblem
+            The packed examples.
+        """
+
+    @abstractmethod
+    def prediction_scorer(self, X, Y):
+        """The labelled examples and the estimators' ``score`` of the outputs they decode.
+
+        Parameters
+        ----------
+        X : list or array-like
+            The examples.
+        Y : list or array-like
+            Their outputs.
+
+        Returns
+        -------
+        problem : Problem or GraphProblem
+            The examples, whose ``run_oracle`` decodes them.
+        score : callable
+            ``score(y_pred)``: ``1 - mean`` task loss of the decoded outputs.
+        """
+
+    @abstractmethod
+    def predict(self, X, coef):
+        """The best output of each example under ``coef``.
+
+        Parameters
+        ----------
+        X : list or array-like
+            The examples.
+        coef : array-like of shape (n_params,)
+            Parameter vector.
+
+        Returns
+        -------
+        list or ndarray
+            One output per example.
+        """
+
+    @property
+    @abstractmethod
+    def n_params(self):
+        """Length of the parameter vector ``coef``."""
+
+    def _estimator_tags(self, tags):
+        """The scikit-learn tags of an estimator that trains this structure, given the
+        estimator's own (``__sklearn_tags__``): unchanged here; a structure that makes the
+        estimator a classifier says so (``BinarySVM``), so that scikit-learn's checks feed it
+        the targets it takes."""
+        return tags
+
+
+class StructuredModel(Structure):
+    """Base class of the compiled structures: validation, label encoding, packing and oracles.
 
     The joint feature map, loss and oracles of the structured SVM (Tsochantaridis et al. 2005,
     JMLR).
@@ -163,13 +258,6 @@ class StructuredModel(BaseEstimator):
         problem = self._pack(X_all, lengths, Y)
         self._n_params = problem.n_params  # the one count: what the packing lays out
         return problem
-
-    def _estimator_tags(self, tags):
-        """The scikit-learn tags of an estimator that trains this structure, given the
-        estimator's own (``__sklearn_tags__``): unchanged here; a structure that makes the
-        estimator a classifier says so (``BinarySVM``), so that scikit-learn's checks feed it
-        the targets it takes."""
-        return tags
 
     def _check_fitted(self):
         if not hasattr(self, "classes_"):

@@ -6,14 +6,12 @@ The max and top-K oracles of ``BinaryGraphCRF`` are graph cuts and BMMF
 not offered (spec 000 §2.2).
 """
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.exceptions import NotFittedError
 
 from .._kernels.smoothed import NONE, TOP_K
 from ..marginals._graphcut import (_check_count, _check_edges, _score, bmmf_topk, graphcut_map,
                                    graphcut_max_marginals, project_submodular)
 from ..smoothing import topk_smooth_max
-from ._problem import GraphProblem
+from .graph_structure import GraphStructure
 
 __all__ = ["BinaryGraphCRF"]
 
@@ -38,7 +36,7 @@ def _check_matrix(value, name, i, min_rows=1, min_cols=0):
 
 
 
-class BinaryGraphCRF(BaseEstimator):
+class BinaryGraphCRF(GraphStructure):
     """Binary labelling of the nodes of a (loopy) graph with submodular pairwise weights.
 
     An example is ``x = (node_features, edges)`` with ``node_features`` a dense
@@ -70,58 +68,9 @@ class BinaryGraphCRF(BaseEstimator):
     #: the graph cuts need the pairwise table submodular (``project_coef``)
     constrained_coef = True
 
-    def fit(self, X, Y):
-        """Validate a data set of graphs and learn the number of node features.
-
-        Parameters
-        ----------
-        X : list of (node_features, edges) pairs
-            Examples: ``node_features`` a ``(p, n_features)`` array, ``edges`` an ``(E, 2)``
-            integer array (each example has its own graph).
-        Y : list of 0/1 arrays, one per example
-            Labelings, one label per node.
-
-        Returns
-        -------
-        BinaryGraphCRF
-            The structure itself, fitted.
-        """
-        self.prepare(X, Y)
-        return self
-
-    def prepare(self, X, Y):
-        """Fit on ``(X, Y)`` and return them validated for the solvers.
-
-        :meth:`fit` on ``(X, Y)``, returning them validated for the solvers (a
-        :class:`GraphProblem`).
-
-        Parameters
-        ----------
-        X : list of (node_features, edges) pairs
-            Examples: ``node_features`` a ``(p, n_features)`` array, ``edges`` an ``(E, 2)``
-            integer array (each example has its own graph).
-        Y : list of 0/1 arrays, one per example
-            Labelings, one label per node.
-
-        Returns
-        -------
-        GraphProblem
-            The validated examples.
-
-        Raises
-        ------
-        ValueError
-            If ``Y`` is None or the examples are invalid.
-        """
-        if Y is None:
-            raise ValueError("Y is required: one 0/1 labeling per example.")
-        examples = self._examples(X, Y, None)
-        self.n_features_in_ = examples[0][0].shape[1]
-        self.classes_ = np.array([0, 1])
-        return GraphProblem(self, examples)
-
-    def pack(self, X, Y=None):
-        """Validate examples (and labelings, when given) against the fitted structure.
+    def examples(self, X, Y=None, fit=False):
+        """Validate examples (and labelings, when given); learn the number of node features
+        with ``fit``.
 
         Parameters
         ----------
@@ -130,68 +79,17 @@ class BinaryGraphCRF(BaseEstimator):
             integer array (each example has its own graph).
         Y : list of 0/1 arrays or None, default=None
             Labelings, one label per node, or None for unlabelled examples.
+        fit : bool, default=False
+            Whether to learn ``n_features_in_`` and ``classes_``.
 
         Returns
         -------
-        GraphProblem
-            The validated examples.
-
-        Raises
-        ------
-        sklearn.exceptions.NotFittedError
-            If the structure is not fitted.
+        list of tuple
+            ``(features, edges, y or None)`` of every example.
         """
-        if not hasattr(self, "n_features_in_"):
-            raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call "
-                                 f"fit(X, Y) first.")
-        return GraphProblem(self, self._examples(X, Y, self.n_features_in_))
-
-    def prediction_scorer(self, X, Y):
-        """Return the labelled examples and their ``score`` of predicted labelings.
-
-        The estimators' ``score``; labels are 0/1, none can be unseen.
-
-        Parameters
-        ----------
-        X : list of (node_features, edges) pairs
-            Examples: ``node_features`` a ``(p, n_features)`` array, ``edges`` an ``(E, 2)``
-            integer array (each example has its own graph).
-        Y : list of 0/1 arrays, one per example
-            Labelings, one label per node.
-
-        Returns
-        -------
-        problem : GraphProblem
-            The validated labelled examples.
-        score : callable
-            ``score(y_pred)``: ``1 - mean`` normalised Hamming loss (a float) of a list of
-            predicted labelings.
-        """
-        labelled = self.pack(X, Y)
-        return labelled, labelled.score
-
-    def predict(self, X, coef):
-        """Decode every example of ``X`` (one graph cut each).
-
-        Parameters
-        ----------
-        X : list of (node_features, edges) pairs
-            Examples: ``node_features`` a ``(p, n_features)`` array, ``edges`` an ``(E, 2)``
-            integer array (each example has its own graph).
-        coef : array-like of shape (2 n_features + 4,)
-            Parameter vector ``[vec(W), theta]``.
-
-        Returns
-        -------
-        list of ndarray
-            The best 0/1 labeling (int64) of each example.
-        """
-        problem = self.pack(X)
-        return problem.run_oracle(np.asarray(coef, dtype=np.float64), False)[0]
-
-    def _examples(self, X, Y, n_features):
-        """Validated ``(features, edges, y or None)`` of every example; ``n_features``: the
-        expected number of node features, or None to take the first example's."""
+        if not fit:
+            self._check_fitted()
+        n_features = None if fit else self.n_features_in_
         if not isinstance(X, (list, tuple)) or len(X) == 0:
             raise ValueError("X must be a non-empty list of (node_features, edges) pairs.")
         if Y is not None and len(Y) != len(X):
@@ -203,14 +101,15 @@ class BinaryGraphCRF(BaseEstimator):
             y = None if Y is None else self._check_y(Y[i], features.shape[0], i)
             examples.append((features, edges, y))
             n_features = features.shape[1]
+        if fit:
+            self.n_features_in_ = n_features
+            self.classes_ = np.array([0, 1])
         return examples
 
     @property
     def n_params(self):
         """Length of ``coef``: ``2 n_features + 4``."""
-        if not hasattr(self, "n_features_in_"):
-            raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call "
-                                 f"fit(X, Y) first.")
+        self._check_fitted()
         return 2 * self.n_features_in_ + 4
 
     # -- validation ------------------------------------------------------------------------
@@ -472,7 +371,7 @@ class BinaryGraphCRF(BaseEstimator):
             expected_loss += weights[k] * np.mean(labelings[k] != y)
         return float(value), gradient, expected_loss
 
-    # -- per-example hooks of GraphProblem -------------------------------------------------
+    # -- GraphStructure's hooks -------------------------------------------------
 
     def _decode(self, example, coef, augment):
         features, edges, y = example
@@ -480,19 +379,21 @@ class BinaryGraphCRF(BaseEstimator):
         y_best, value = graphcut_map(unary, edges, theta)
         return y_best, value, gold, ("graphcut", True)
 
-    def _label_oracle(self, example, unary, pair, augment):
-        """The graph cut of :meth:`_decode` at unary scores ``X W`` and the pairwise table:
-        ``(labeling, upper bound (NaN: the cut is exact), (oracle name, exact))``."""
+    def label_oracle(self, example, unary, pairwise, augment):
+        # the graph cut of _decode at the label-space scores: exact, no bound
         features, edges, y = example
         if augment:
             unary = unary + 1.0 / features.shape[0]
             unary[np.arange(features.shape[0]), y] -= 1.0 / features.shape[0]
-        return graphcut_map(unary, edges, pair.reshape(2, 2))[0], np.nan, ("graphcut", True)
+        return (graphcut_map(unary, edges, pairwise.reshape(2, 2))[0], np.nan,
+                ("graphcut", True))
 
     @staticmethod
-    def _label_graph(example):
-        """The example in label space: ``(features, edges, edge_data, node loss)``, each edge
-        counting its label pair once."""
+    def labeling(example):
+        return example[2]
+
+    @staticmethod
+    def label_graph(example):  # each edge counts its label pair once
         features, edges, _ = example
         return features, edges, np.ones((edges.shape[0], 1)), 1.0 / features.shape[0]
 
@@ -520,17 +421,6 @@ class BinaryGraphCRF(BaseEstimator):
     @staticmethod
     def _largest_loss(example):
         return 1.0  # every node wrong
-
-    @staticmethod
-    def _squared_radius(example):
-        """``2 ||X||_F^2 + 2 E^2`` (emission and pairwise-count parts)."""
-        features, edges, _ = example
-        return float(2.0 * np.sum(features ** 2) + 2.0 * edges.shape[0] ** 2)
-
-    @staticmethod
-    def _example_arrays(example):
-        features, edges, y = example
-        return [features], edges, y
 
     def pairwise_bounds(self):
         """The box of ``coef_bounds="positive_pairwise"``: ``theta_00, theta_11 >= 0 >=

