@@ -380,24 +380,6 @@ class BinaryGraphCRF(GraphStructure):
         return y_best, value, gold, ("graphcut", True)
 
     def label_oracle(self, example, unary, pairwise, augment):
-        """The max oracle at given scores (:meth:`GraphStructure.label_oracle`).
-
-        Parameters
-        ----------
-        example : object
-            A validated example.
-        unary : ndarray of shape (n_nodes, n_states)
-            The unary scores ``X W``.
-        pairwise : ndarray
-            ``theta``, the pairwise part of ``coef``.
-        augment : bool
-            Whether to add the task loss.
-
-        Returns
-        -------
-        tuple
-            ``(labeling, bound, (oracle name, exact))``.
-        """
         # the graph cut of _decode at the label-space scores: exact, no bound
         features, edges, y = example
         if augment:
@@ -408,35 +390,10 @@ class BinaryGraphCRF(GraphStructure):
 
     @staticmethod
     def labeling(example):
-        """The example's true labeling.
-
-        Parameters
-        ----------
-        example : object
-            A validated example.
-
-        Returns
-        -------
-        ndarray of int or None
-            State indices, one per node, or None.
-        """
         return example[2]
 
     @staticmethod
     def label_graph(example):  # each edge counts its label pair once
-        """The example in label space.
-
-        Parameters
-        ----------
-        example : object
-            A validated example.
-
-        Returns
-        -------
-        tuple
-            ``(features, edges, edge_features, node_loss)``, as in
-            :meth:`GraphStructure.label_graph`.
-        """
         features, edges, _ = example
         return features, edges, np.ones((edges.shape[0], 1)), 1.0 / features.shape[0]
 

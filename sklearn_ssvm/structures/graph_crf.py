@@ -623,24 +623,6 @@ class GraphCRF(GraphStructure):
         return result.assignment, result.value, gold, (_answered(oracle), bool(result.exact))
 
     def label_oracle(self, example, unary, pairwise, augment):
-        """The max oracle at given scores (:meth:`GraphStructure.label_oracle`).
-
-        Parameters
-        ----------
-        example : object
-            A validated example.
-        unary : ndarray of shape (n_nodes, n_states)
-            The unary scores ``X W``.
-        pairwise : ndarray
-            ``theta``, the pairwise part of ``coef``.
-        augment : bool
-            Whether to add the task loss.
-
-        Returns
-        -------
-        tuple
-            ``(labeling, bound, (oracle name, exact))``.
-        """
         # The oracle of _decode. BCFW certifies its gap with an upper bound on each maximum as
         # well as with the maximum, so an oracle with a cheaper approximate part with a bound
         # ("auto"'s TRW-S before integer programming) runs that part alone. A call is
@@ -655,34 +637,9 @@ class GraphCRF(GraphStructure):
 
     @staticmethod
     def labeling(example):
-        """The example's true labeling.
-
-        Parameters
-        ----------
-        example : object
-            A validated example.
-
-        Returns
-        -------
-        ndarray of int or None
-            State indices, one per node, or None.
-        """
         return example.y
 
     def label_graph(self, example):
-        """The example in label space.
-
-        Parameters
-        ----------
-        example : object
-            A validated example.
-
-        Returns
-        -------
-        tuple
-            ``(features, edges, edge_features, node_loss)``, as in
-            :meth:`GraphStructure.label_graph`.
-        """
         # q(y) is the pairwise part of _phi: an undirected model counts each edge both ways,
         # at half weight, the symmetrised tables of _phi
         edges, data = example.edges, example.edge_features

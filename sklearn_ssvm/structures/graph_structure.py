@@ -29,6 +29,9 @@ from .base import Structure
 
 __all__ = ["GraphStructure"]
 
+#: the public hooks a structure writes, documented on :class:`GraphStructure`
+_HOOKS = ("examples", "label_graph", "labeling", "label_oracle")
+
 
 class GraphStructure(Structure):
     """Base class of the structures whose examples are labelled graphs and whose oracle runs
@@ -48,6 +51,13 @@ class GraphStructure(Structure):
     #: whether the oracles accept only some coefficients (:meth:`project_coef`)
     constrained_coef = False
     loss_name = "Hamming loss"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in _HOOKS:  # an override says what it is here, once for every structure
+            function = getattr(vars(cls).get(name), "__func__", vars(cls).get(name))
+            if function is not None and not function.__doc__:
+                function.__doc__ = getattr(GraphStructure, name).__doc__
 
     # -- the hooks a structure writes --------------------------------------------------------
 
@@ -267,12 +277,6 @@ class GraphStructure(Structure):
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call "
                                  f"fit(X, Y) first.")
 
-    def _split(self, example, coef):
-        """The label graph of ``example`` and its unary scores and ``theta`` at ``coef``."""
-        graph = self.label_graph(example)
-        F, S = graph[0].shape[1], len(self.classes_)
-        return graph, np.asarray(graph[0] @ coef[:F * S].reshape(F, S)), coef[F * S:]
-
     def _phi(self, example, y):
         features, edges, edge_features, _ = self.label_graph(example)
         S = len(self.classes_)
@@ -312,9 +316,11 @@ class GraphStructure(Structure):
     def _decode(self, example, coef, augment):
         """``(labeling, value, gold, report)``: :meth:`label_oracle` at ``coef``, the
         labeling's score (plus its loss with ``augment``) and the true labeling's score."""
-        _, unary, theta = self._split(example, coef)
+        features = self.label_graph(example)[0]
+        F, S = features.shape[1], len(self.classes_)
+        unary = np.asarray(features @ coef[:F * S].reshape(F, S))
         y = self.labeling(example)
-        labeling, _, report = self.label_oracle(example, unary, theta, augment)
+        labeling, _, report = self.label_oracle(example, unary, coef[F * S:], augment)
         value = float(self._phi(example, labeling) @ coef)
         if augment:
             value += self._loss(example, labeling)
