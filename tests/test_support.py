@@ -2,44 +2,58 @@
 finite coefficient vector and a gap that is a certificate or labelled as not one, or is refused
 with the message :mod:`sklearn_ssvm.solvers.capabilities` declares for it; and the user guide's
 table is the one generated from the same declarations."""
+import inspect
 import re
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 from _golden import _data, _structures
-from sklearn_ssvm import (BCFWStructuredSVM, BMRMStructuredSVM, CRFClassifier, PragamStructuredSVM,
-                          SmoothSSVMClassifier)
+from sklearn_ssvm.estimators.base import StructuredEstimator
 from sklearn_ssvm.feature_maps import MLPFeatureMap
 from sklearn_ssvm.model_selection import grid_search_path
 from sklearn_ssvm.solvers import capabilities
 from sklearn_ssvm.solvers.capabilities import (DECLARED_IN, OPTIONS, SOLVERS, refusal,
                                                support_table)
 
-ESTIMATORS = {
-    "bcfw": lambda s, **kw: BCFWStructuredSVM(s, alpha=0.1, step=kw.pop("step", "pairwise"),
-                                              max_iter=20, random_state=0, **kw),
-    "bcfw-cluster": lambda s, **kw: BCFWStructuredSVM(s, alpha=0.1, cluster=True,
-                                                      step=kw.pop("step", "pairwise"),
-                                                      max_iter=20, random_state=0, **kw),
-    "bmrm": lambda s, **kw: BMRMStructuredSVM(s, alpha=0.1, max_iter=30, **kw),
-    "bmrm-cluster": lambda s, **kw: BMRMStructuredSVM(s, alpha=0.1, max_iter=30, cluster=True,
-                                                      **kw),
-    "stochastic": lambda s, **kw: SmoothSSVMClassifier(s, alpha=0.1, max_iter=3,
-                                                       learning_rate=0.1, random_state=0, **kw),
-    "agm": lambda s, **kw: SmoothSSVMClassifier(s, solver="agm", smoothing="entropy",
-                                                top_k=None, alpha=0.1, max_iter=10, **kw),
-    "agm-cluster": lambda s, **kw: SmoothSSVMClassifier(s, solver="agm", smoothing="entropy",
-                                                        top_k=None, alpha=0.1, max_iter=10,
-                                                        cluster=True, **kw),
-    "pragam-structured": lambda s, **kw: PragamStructuredSVM(s, alpha=0.1, max_iter=30, **kw),
-    "quasi-newton": lambda s, **kw: CRFClassifier(s, alpha=0.1, max_iter=30, **kw),
-    "prox-linear": lambda s, **kw: SmoothSSVMClassifier(
-        s, alpha=0.1, max_iter=2, learning_rate=0.1, random_state=0,
-        feature_map=MLPFeatureMap(n_hidden=3, random_state=0), **kw),
-}
+
+def _subclasses(cls):
+    """``cls`` and every class below it that is imported."""
+    return [cls] + [sub for child in cls.__subclasses__() for sub in _subclasses(child)]
+
+
+def declared_estimators():
+    """``{solver: (estimator class, parameters)}``: what each estimator class declares it
+    runs (its ``solver_params``), the package's and those defined outside it."""
+    return {name: (cls, params) for cls in _subclasses(StructuredEstimator)
+            for name, params in vars(cls).get("solver_params", {}).items()}
+
+
+#: what keeps a cell quick, by solver, over the settings every cell starts from
+QUICK = dict(alpha=0.1, max_iter=20, random_state=0)
+QUICKER = {"bcfw": dict(step="pairwise"), "bcfw-cluster": dict(step="pairwise"),
+           "bmrm": dict(max_iter=30), "bmrm-cluster": dict(max_iter=30),
+           "stochastic": dict(max_iter=3, learning_rate=0.1),
+           "agm": dict(max_iter=10), "agm-cluster": dict(max_iter=10),
+           "pragam-structured": dict(max_iter=30), "quasi-newton": dict(max_iter=30),
+           "prox-linear": dict(max_iter=2, learning_rate=0.1,
+                               feature_map=MLPFeatureMap(n_hidden=3, random_state=0))}
+
+
+def estimator_of(solver):
+    """``make(structure, **settings)``: the declared estimator of ``solver``, quick."""
+    cls, params = declared_estimators()[solver]
+    names = inspect.signature(cls).parameters
+
+    def make(structure, **settings):
+        settings = {**QUICK, **params, **QUICKER.get(solver, {}), **settings}
+        return cls(structure, **{name: clone(value) if hasattr(value, "get_params") else value
+                                 for name, value in settings.items() if name in names})
+    return make
+
 
 #: how a cell asks for each option, and the options that asks for
 ASK = {"elastic_net": (dict(l1_ratio=0.3), ("elastic_net",)),
@@ -63,7 +77,7 @@ CELLS = [(solver, structure, option) for solver in OWN for structure in KIND_OF
 
 
 def test_every_solver_has_an_estimator_and_every_option_a_request():
-    assert set(ESTIMATORS) == set(OWN)
+    assert set(declared_estimators()) >= set(OWN)
     assert set(ASK) == set(OPTIONS)
     assert set(KIND_OF.values()) == set(capabilities.KINDS)
 
@@ -72,7 +86,7 @@ def test_every_solver_has_an_estimator_and_every_option_a_request():
 def test_cell_fits_or_is_refused_as_declared(solver, structure, option, request):
     if solver.endswith("-cluster"):  # its fits run on the current dask client
         request.getfixturevalue("dask_client")
-    check_cell(ESTIMATORS[solver], solver, structure, option)
+    check_cell(estimator_of(solver), solver, structure, option)
 
 
 def check_cell(make_estimator, solver, structure, option):
@@ -109,7 +123,7 @@ def test_grid_path_for_every_solver(solver, request):
     structure = _structures()["candidates"][0]()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        path = grid_search_path(ESTIMATORS[solver](structure), X, Y, alphas=[0.2, 0.1])
+        path = grid_search_path(estimator_of(solver)(structure), X, Y, alphas=[0.2, 0.1])
     assert np.all(np.isfinite(path.coefs_)) and path.coefs_.shape[0] == 2
 
 
@@ -190,7 +204,7 @@ def test_prox_linear_history_has_the_common_columns():
     from sklearn_ssvm.solvers.result import HISTORY_COLUMNS
 
     X, Y = _data("candidates")
-    est = ESTIMATORS["prox-linear"](_structures()["candidates"][0]())
+    est = estimator_of("prox-linear")(_structures()["candidates"][0]())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.fit(X, Y)

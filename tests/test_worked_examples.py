@@ -14,7 +14,7 @@ from sklearn.utils import check_array
 
 from _brute import brute_max, elastic_net_qp
 from _golden import _data, _structures
-from test_support import KIND_OF, check_cell
+from test_support import KIND_OF, _subclasses, check_cell, estimator_of
 from sklearn_ssvm import (BCFWStructuredSVM, BMRMStructuredSVM, CandidateSet, ChainCRF,
                           MulticlassSVM, SmoothSSVMClassifier)
 from sklearn_ssvm._kernels.labelings import CANDIDATES
@@ -236,6 +236,8 @@ class BatchFW(Solver):
 
 class BatchFWStructuredSVM(StructuredEstimator):
     """The structured SVM trained by :class:`BatchFW`."""
+
+    solver_params = {"batch-fw": {}}
 
     def __init__(self, structure, alpha=None, tol=1e-3, max_iter=1000, warm_start=False):
         self.structure = structure
@@ -537,14 +539,14 @@ def test_batch_fw_walks_a_warm_grid_and_refuses_what_it_declares():
 @pytest.mark.parametrize("option", [None, "sample_weight"])
 def test_a_solver_registered_outside_the_package_joins_the_table_and_its_cells(structure,
                                                                                option):
-    """``register`` beside the class is all it takes: the support table has its row, its
-    refusals are known by name, and every structure x option cell fits or is refused as it
-    declares (the contract of ``tests/test_support.py``)."""
+    """``register`` beside the class, and ``solver_params`` beside its estimator's, is all it
+    takes: the support table has its row, its refusals are known by name, and every structure x
+    option cell fits or is refused as it declares (the contract of ``tests/test_support.py``,
+    which finds the estimator by its declaration)."""
     assert capabilities.SOLVERS["batch-fw"] is BatchFW.capabilities
     assert "\n| `BatchFWStructuredSVM` | yes | yes | no | the L2 penalty" in \
         capabilities.support_table()
-    check_cell(lambda s, **kw: BatchFWStructuredSVM(s, alpha=0.1, max_iter=30, **kw),
-               "batch-fw", structure, option)
+    check_cell(estimator_of("batch-fw"), "batch-fw", structure, option)
 
 
 def test_the_cv_factory_wraps_an_estimator_written_outside_the_package():
@@ -564,19 +566,22 @@ def test_the_cv_factory_wraps_an_estimator_written_outside_the_package():
 
 # -- the solver protocol over every implementation ------------------------------------------
 
+_SMOOTHING = Smoothing(ENTROPY, 1, 0.1)
+#: the settings of the solver classes that need more than ``max_iter=3``, one solver per name
+SETTINGS = {
+    Stochastic: {method: dict(method=method, smoothing=_SMOOTHING, learning_rate=0.1,
+                              max_iter=2, random_state=0)
+                 for method in ("sgd", "svrg", "casimir-svrg")},
+    AGM: {"AGM": dict(mu=0.1, max_iter=3)},
+    ProxLinear: {"ProxLinear": dict(feature_map=MLPFeatureMap(n_hidden=2, random_state=0),
+                                    smoothing=_SMOOTHING, eta=1.0, learning_rate=0.05,
+                                    max_iter=2, init=None, random_state=0)}}
+
+
 def _solvers():
-    smoothing = Smoothing(ENTROPY, 1, 0.1)
-    stochastic = dict(smoothing=smoothing, learning_rate=0.1, max_iter=2, random_state=0)
-    return {"bcfw": BCFW(max_iter=3), "bcfw-cluster": BCFWCluster(max_iter=3),
-            "bmrm": BMRM(max_iter=3),
-            "sgd": Stochastic(method="sgd", **stochastic),
-            "svrg": Stochastic(method="svrg", **stochastic),
-            "casimir-svrg": Stochastic(method="casimir-svrg", **stochastic),
-            "agm": AGM(mu=0.1, max_iter=3),
-            "prox-linear": ProxLinear(feature_map=MLPFeatureMap(n_hidden=2, random_state=0),
-                                      smoothing=smoothing, eta=1.0, learning_rate=0.05,
-                                      max_iter=2, init=None, random_state=0),
-            "batch-fw": BatchFW(max_iter=3)}
+    """Every :class:`Solver` class imported (the package's and this module's), by name."""
+    return {name: cls(**settings) for cls in _subclasses(Solver)[1:]
+            for name, settings in SETTINGS.get(cls, {cls.__name__: dict(max_iter=3)}).items()}
 
 
 @pytest.mark.parametrize("name", sorted(_solvers()))
@@ -584,16 +589,16 @@ def test_solver_contract(name, request):
     """Every :class:`Solver`: a :class:`SolverResult` with finite coefficients, the common
     history columns and a labelled gap; a warm start from its own result; a penalty it does
     not take refused with the declared message before any work."""
-    if name == "bcfw-cluster":  # it runs on the current dask client
-        request.getfixturevalue("dask_client")
     solver = _solvers()[name]
-    if name == "prox-linear":
-        X, Y = _data("candidates")
-        problem = CandidateSet().prepare(X, Y)
-        n_params = solver.settings["feature_map"].n_params(problem.n_features)
+    if name == "BCFWCluster":  # it runs on the current dask client
+        request.getfixturevalue("dask_client")
+    declared = solver.capabilities.structures
+    if name == "ProxLinear" or (declared and "ChainCRF" not in declared[0]):
+        problem = CandidateSet().prepare(*_data("candidates"))
     else:
         problem = ChainCRF().prepare(*_data("chain"))
-        n_params = problem.n_params
+    n_params = (solver.settings["feature_map"].n_params(problem.n_features)
+                if name == "ProxLinear" else problem.n_params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = solver.solve(problem, 0.1)

@@ -96,7 +96,13 @@ class StructuredEstimator(BaseEstimator):
     previous, loss_scale)``, which returns a dict of fitted attributes (``coef_`` at least).
     ``fit`` validates, packs, checks the solver's declared capabilities, solves and only then
     sets the attributes, so a failed fit leaves a previously fitted estimator unchanged.
+
+    A subclass declares, beside its class, the solvers it runs in ``solver_params``
+    (``{name: params}``: each :data:`~sklearn_ssvm.solvers.capabilities.SOLVERS` name with the
+    parameters that choose it), from which the contract tests build every declared cell.
     """
+
+    solver_params = {}
 
     _parameter_constraints = {
         "structure": [Structure],

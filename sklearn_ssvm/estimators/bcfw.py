@@ -193,6 +193,8 @@ class BCFWStructuredSVM(StructuredEstimator):
         weights; only with ``warm_start=True``.
     """
 
+    solver_params = {"bcfw": {}, "bcfw-cluster": {"cluster": True}}
+
     _parameter_constraints = {
         **StructuredEstimator._parameter_constraints,
         "l1_ratio": [Interval(Real, 0, 1, closed="left")],

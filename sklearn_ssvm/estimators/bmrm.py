@@ -103,6 +103,8 @@ class BMRMStructuredSVM(StructuredEstimator):
         ``(n_cuts, n_params)`` matrix), and an ndarray of their offsets.
     """
 
+    solver_params = {"bmrm": {}, "bmrm-cluster": {"cluster": True}}
+
     _parameter_constraints = {
         **StructuredEstimator._parameter_constraints,
         "variant": [Options({"qp", "ls"})],

@@ -110,6 +110,8 @@ class CRFClassifier(StructuredEstimator):
     True
     """
 
+    solver_params = {"quasi-newton": {}}
+
     _parameter_constraints = {
         **StructuredEstimator._parameter_constraints,
         "c1": [Interval(Real, 0, None, closed="left")],

@@ -344,6 +344,7 @@ class PragamStructuredSVM(StructuredEstimator):
     PragamSVC : PRAGAM on binary data, compiled, with adaptive steps.
     """
 
+    solver_params = {"pragam-structured": {}}
     #: PRAGAM starts from its prox-centre, the true outputs (no warm start)
     warm_start = False
 

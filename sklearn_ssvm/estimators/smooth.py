@@ -9,6 +9,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import Interval, Options, check_params
+from ..feature_maps import MLPFeatureMap
 from ..solvers import prox_linear, smooth
 from ..solvers.agm import AGM
 from ..solvers.capabilities import check_penalty
@@ -252,6 +253,12 @@ class SmoothSSVMClassifier(StructuredEstimator):
     -----
     ``check_estimator`` does not apply: ``Y`` is structured (lists of label sequences).
     """
+
+    solver_params = {"stochastic": {},
+                     "agm": dict(solver="agm", smoothing="entropy", top_k=None),
+                     "agm-cluster": dict(solver="agm", smoothing="entropy", top_k=None,
+                                         cluster=True),
+                     "prox-linear": dict(feature_map=MLPFeatureMap())}
 
     _parameter_constraints = {
         **StructuredEstimator._parameter_constraints,
