@@ -18,12 +18,13 @@ from test_support import KIND_OF, _subclasses, check_cell, estimator_of
 from sklearn_ssvm import (BCFWStructuredSVM, BMRMStructuredSVM, CandidateSet, ChainCRF,
                           MulticlassSVM, SmoothSSVMClassifier)
 from sklearn_ssvm._kernels.labelings import CANDIDATES
-from sklearn_ssvm._kernels.smoothed import ENTROPY
+from sklearn_ssvm._kernels.smoothed import ENTROPY, TOP_K
 from sklearn_ssvm.estimators.base import StructuredEstimator
 from sklearn_ssvm.feature_maps import MLPFeatureMap
 from sklearn_ssvm.model_selection import (BCFWStructuredSVMCV, SmoothSSVMClassifierCV,
                                           cross_validated, grid_search_path)
 from sklearn_ssvm.penalties import ElasticNet, Penalty
+from sklearn_ssvm.smoothing import topk_smooth_max
 from sklearn_ssvm.solvers import capabilities
 from sklearn_ssvm.solvers.agm import AGM
 from sklearn_ssvm.solvers.base import Solver
@@ -468,6 +469,40 @@ def test_taxonomy_oracle_matches_enumeration():
         assert problem.loss(i, labeling) == by_hand.loss(y[i], leaf)
 
 
+def test_taxonomy_top_k_matches_enumeration():
+    """The derived top-K oracle (BMMF over the Python oracle, states priced out) returns the K
+    best leaves of the enumeration with their loss-augmented scores, padding past the four
+    leaves, and its smoothed hinge is eq. (11)'s over them."""
+    X, y = _taxonomy_data()
+    structure, by_hand = Taxonomy(PARENT), _TaxonomyByHand()
+    problem = structure.prepare(X, y)
+    rng = np.random.default_rng(2)
+    for i in range(6):
+        coef = rng.normal(size=structure.n_params)
+        leaves = np.array(by_hand.classes_)
+        augmented = np.array([coef @ by_hand.joint_feature(X[i], leaf) + by_hand.loss(y[i], leaf)
+                              for leaf in leaves])
+        order = np.argsort(-augmented, kind="stable")
+        for K in (1, 3, 6):
+            labelings, scores, gold, (_, exact) = structure._top_k(problem.examples[i], coef,
+                                                                   K, True)
+            found = min(K, len(leaves))
+            assert exact and gold == pytest.approx(coef @ by_hand.joint_feature(X[i], y[i]))
+            np.testing.assert_allclose(scores[:found], augmented[order[:found]], atol=1e-12)
+            assert np.all(np.isneginf(scores[found:]))
+            for k in range(found):
+                np.testing.assert_array_equal(labelings[k], by_hand.state(leaves[order[k]]))
+        value, gradient, expected_loss, _ = structure._smoothed(
+            problem.examples[i], coef, Smoothing(TOP_K, 3, 0.5))
+        reference, weights, _ = topk_smooth_max(augmented[order[:3]] - gold, 0.5)
+        assert value == pytest.approx(reference, abs=1e-12)
+        np.testing.assert_allclose(gradient, sum(
+            w * by_hand.joint_feature(X[i], leaf) for w, leaf in zip(weights, leaves[order[:3]]))
+            - by_hand.joint_feature(X[i], y[i]), atol=1e-12)
+        assert expected_loss == pytest.approx(weights @ [by_hand.loss(y[i], leaf)
+                                                         for leaf in leaves[order[:3]]])
+
+
 def test_a_structure_with_a_python_oracle_trains_with_every_graph_solver():
     """BCFW (its compiled pass calling the oracle from Python) reaches the enumeration QP's
     optimum within its certified gap, BMRM within its own, SGD fits it; predictions are
@@ -489,9 +524,12 @@ def test_a_structure_with_a_python_oracle_trains_with_every_graph_solver():
     assert est.score(X, y) == pytest.approx(1 - np.mean(distance)) and est.score(X, y) > 0.9
     sgd = SmoothSSVMClassifier(Taxonomy(PARENT), alpha=0.1, smoothing=None, solver="sgd",
                                max_iter=30, random_state=0)
+    smooth = SmoothSSVMClassifier(Taxonomy(PARENT), alpha=0.1, random_state=0)  # top-K l2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert sgd.fit(X, y).score(X, y) > 0.85
+        assert smooth.fit(X, y).score(X, y) > 0.85
+    assert qp - 1e-9 <= smooth.primal_objective(X, y) <= qp + smooth.duality_gap_ + 1e-9
     cv = BCFWStructuredSVMCV(Taxonomy(PARENT), alphas=[0.3, 0.1], cv=2, tol=1e-4).fit(X, y)
     assert cv.alpha_ in (0.3, 0.1) and cv.score(X, y) > 0.85
     path = grid_search_path(BCFWStructuredSVM(Taxonomy(PARENT)), X, y, alphas=[0.3, 0.1])

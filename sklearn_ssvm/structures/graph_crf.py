@@ -14,7 +14,7 @@ import numpy as np
 
 from .._kernels.graph_oracle import EXPANSION, GRAPH_CUT, ICM, TRWS
 from .._kernels.maxflow import SUBMODULAR_SLACK
-from .._kernels.smoothed import ENTROPY, L2, NONE
+from .._kernels.smoothed import ENTROPY, L2
 from .._kernels.threads import thread_map
 from .._validation import check_temperature
 from ..marginals._graphcut import _check_count, _check_edges, bmmf_topk, graphcut_max_marginals
@@ -23,7 +23,6 @@ from ..marginals._oracles import (AlphaExpansionMAP, AutoMAP, GraphCutMAP, ICMMA
                                  TreeMAP, check_map_oracle)
 from ..marginals._solvers import trbp_log_partition
 from ..marginals._spanning import initial_rho
-from ..smoothing import topk_smooth_max
 from ._problem import GraphProblem
 from .base import check_label_types
 from .graph import _check_matrix
@@ -692,23 +691,17 @@ class GraphCRF(GraphStructure):
         bound on the negative log-likelihood)."""
         if smoothing.code == ENTROPY:
             return self._trw_smoothed(example, coef, smoothing.mu, augment)
-        if smoothing.code == NONE:
-            y_star, value, gold, report = self._decode(example, coef, augment)
-            labelings, weights, value = [y_star], np.ones(1), value - gold
-        else:
-            potentials, gold = self._potentials(example, coef, augment)
-            oracle = self._oracle(example, potentials)
-            report = (type(oracle).__name__, bool(getattr(oracle, "exact", False)))
-            labelings, scores = bmmf_topk(
-                lambda allowed: self._max_marginals(example, potentials, allowed),
-                example.n_nodes, smoothing.K, self.n_states_)
-            value, weights, _ = topk_smooth_max(scores - gold, smoothing.mu)
-        gradient = -self._phi(example, example.y)
-        expected_loss = 0.0
-        for k in np.flatnonzero(weights > 0.0):
-            gradient += weights[k] * self._phi(example, labelings[k])
-            expected_loss += weights[k] * self._loss(example, labelings[k])
-        return float(value), gradient, expected_loss, report
+        return super()._smoothed(example, coef, smoothing, augment)
+
+    def _top_k(self, example, coef, K, augment):
+        # BMMF over this structure's max-marginals (graph cuts where they are exact)
+        potentials, gold = self._potentials(example, coef, augment)
+        oracle = self._oracle(example, potentials)
+        labelings, scores = bmmf_topk(
+            lambda allowed: self._max_marginals(example, potentials, allowed),
+            example.n_nodes, K, self.n_states_)
+        return labelings, scores, gold, (type(oracle).__name__,
+                                         bool(getattr(oracle, "exact", False)))
 
     def _trw_smoothed(self, example, coef, mu, augment=True):
         """Entropy smoothing ``mu log sum_y exp(H(y) / mu)`` (Pillutla et al. 2018, eq. (8))

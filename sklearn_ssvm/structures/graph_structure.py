@@ -23,7 +23,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
-from .._kernels.smoothed import NONE
+from .._kernels.smoothed import NONE, TOP_K
+from ..marginals._graphcut import bmmf_topk
+from ..smoothing import topk_smooth_max
 from ._problem import GraphProblem
 from .base import Structure
 
@@ -42,8 +44,9 @@ class GraphStructure(Structure):
     Subclasses write :meth:`examples`, :meth:`label_graph`, :meth:`labeling`,
     :meth:`label_oracle` and :attr:`n_params`, and set ``classes_`` (the states) when fitted.
     They may override the derived hooks where they know better: ``_decode`` (the oracle at
-    ``coef``), ``_smoothed`` (top-K or entropy smoothing; here the hard max alone, refused
-    otherwise by ``_check_smoothing``), ``_loss``, ``_largest_loss``, ``_squared_radius``,
+    ``coef``), ``_top_k`` (the ``K`` best labelings; here BMMF over :meth:`label_oracle`),
+    ``_smoothed`` (here the hard max and top-K l2 smoothing, entropy refused by
+    ``_check_smoothing``), ``_loss``, ``_largest_loss``, ``_squared_radius``,
     ``_compiled_oracle`` (examples that BCFW's pass decodes in compiled code),
     :meth:`project_coef` with ``constrained_coef``, and :meth:`pairwise_bounds` (none here).
     """
@@ -313,29 +316,82 @@ class GraphStructure(Structure):
         :meth:`label_oracle` runs from Python."""
         return None
 
+    def _label_scores(self, example, coef):
+        """``(unary, pairwise)``: the label-space scores :meth:`label_oracle` takes at ``coef``."""
+        features = self.label_graph(example)[0]
+        F, S = features.shape[1], len(self.classes_)
+        return np.asarray(features @ coef[:F * S].reshape(F, S)), coef[F * S:]
+
+    def _score(self, example, coef, labeling, augment):
+        """A labeling's score at ``coef``, plus its loss with ``augment``."""
+        value = float(self._phi(example, labeling) @ coef)
+        return value + self._loss(example, labeling) if augment else value
+
     def _decode(self, example, coef, augment):
         """``(labeling, value, gold, report)``: :meth:`label_oracle` at ``coef``, the
         labeling's score (plus its loss with ``augment``) and the true labeling's score."""
-        features = self.label_graph(example)[0]
-        F, S = features.shape[1], len(self.classes_)
-        unary = np.asarray(features @ coef[:F * S].reshape(F, S))
         y = self.labeling(example)
-        labeling, _, report = self.label_oracle(example, unary, coef[F * S:], augment)
-        value = float(self._phi(example, labeling) @ coef)
-        if augment:
-            value += self._loss(example, labeling)
+        labeling, _, report = self.label_oracle(example, *self._label_scores(example, coef),
+                                                augment)
         gold = 0.0 if y is None else float(self._phi(example, y) @ coef)
-        return labeling, value, gold, report
+        return labeling, self._score(example, coef, labeling, augment), gold, report
+
+    def _top_k(self, example, coef, K, augment):
+        """``(labelings, scores, gold, report)``: the ``K`` best labelings by BMMF (spec 000
+        Algo. 10) over max-marginals from :meth:`label_oracle`, one call per (node, other state)
+        with the states outside BMMF's mask priced out of reach; exact when every call was."""
+        unary, pairwise = self._label_scores(example, coef)
+        edge_features = self.label_graph(example)[2]
+        # more than twice any labeling's score and loss: a priced-out state never wins
+        far = 1.0 + 2.0 * (np.abs(unary).sum() + self._largest_loss(example) + np.abs(
+            edge_features).sum(axis=0) @ np.abs(pairwise).reshape(edge_features.shape[1],
+                                                                   -1).max(axis=1))
+        reports = []
+        nodes = np.arange(len(unary))
+
+        def best(allowed):
+            labeling, _, report = self.label_oracle(example, unary - far * ~allowed, pairwise,
+                                                    augment)
+            reports.append(report)
+            return labeling, (self._score(example, coef, labeling, augment)
+                              if allowed[nodes, labeling].all() else -np.inf)
+
+        def max_marginals(allowed):
+            labeling, value = best(allowed)
+            table = np.full(allowed.shape, -np.inf)
+            for v, j in zip(*np.nonzero(allowed)):
+                if j == labeling[v]:
+                    table[v, j] = value
+                else:
+                    forced = allowed.copy()
+                    forced[v] = False
+                    forced[v, j] = True
+                    table[v, j] = best(forced)[1]
+            return table, labeling
+
+        labelings, scores = bmmf_topk(max_marginals, len(unary), K, len(self.classes_))
+        gold = float(self._phi(example, self.labeling(example)) @ coef)
+        return labelings, scores, gold, (reports[0][0], all(exact for _, exact in reports))
 
     def _smoothed(self, example, coef, smoothing, augment=True):
-        """The hard max as a smoothed oracle: the hinge of one example, its gradient
-        ``phi(y*) - phi(y_i)``, the loss of ``y*`` and the oracle's report."""
-        y_star, value, gold, report = self._decode(example, coef, augment)
-        gradient = self._phi(example, y_star) - self._phi(example, self.labeling(example))
-        return float(value - gold), gradient, self._loss(example, y_star), report
+        """The smoothed hinge of one example, its gradient, the expected loss and the oracle's
+        report: the hard max (gradient ``phi(y*) - phi(y_i)``), or top-K l2 smoothing over
+        :meth:`_top_k`'s labelings (spec 000 eq. (11))."""
+        if smoothing.code == NONE:
+            y_star, value, gold, report = self._decode(example, coef, augment)
+            labelings, weights, value = [y_star], np.ones(1), value - gold
+        else:
+            labelings, scores, gold, report = self._top_k(example, coef, smoothing.K, augment)
+            value, weights, _ = topk_smooth_max(scores - gold, smoothing.mu)
+        gradient = -self._phi(example, self.labeling(example))
+        expected_loss = 0.0
+        for k in np.flatnonzero(weights > 0.0):  # skips the -inf padding
+            gradient += weights[k] * self._phi(example, labelings[k])
+            expected_loss += weights[k] * self._loss(example, labelings[k])
+        return float(value), gradient, expected_loss, report
 
     def _check_smoothing(self, code):
-        if code != NONE:
+        if code not in (NONE, TOP_K):
             raise ValueError(f"{type(self).__name__} has a max oracle only: use "
-                             f"smoothing=None, or write its top-K or entropy oracle in "
-                             f"_smoothed.")
+                             f"smoothing='l2' with top_k (BMMF over its oracle) or "
+                             f"smoothing=None, or write its entropy oracle in _smoothed.")
