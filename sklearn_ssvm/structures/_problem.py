@@ -36,21 +36,8 @@ _EMPTY_DATA = np.zeros((0, 0))
 
 
 def example_rows(offsets, idx):
-    """The rows ``offsets[i]:offsets[i + 1]`` of the examples ``idx``, concatenated in that
-    order (tokens, labels or non-zeros of packed examples).
-
-    Parameters
-    ----------
-    offsets : ndarray of int64, shape (n_samples + 1,)
-        Example ``i`` owns rows ``offsets[i]:offsets[i + 1]``.
-    idx : ndarray of int
-        The examples.
-
-    Returns
-    -------
-    ndarray of int64
-        Their rows.
-    """
+    """The rows ``offsets[i]:offsets[i + 1]`` (int64) of the examples ``idx``, concatenated
+    in that order (tokens, labels or non-zeros of packed examples)."""
     idx = np.asarray(idx, dtype=np.int64)
     lengths = offsets[idx + 1] - offsets[idx]
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)

@@ -127,6 +127,15 @@ class Structure(BaseEstimator, ABC):
     compiles it).
     """
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name, value in vars(cls).items():  # an undocumented override takes the protocol's
+            function = getattr(value, "__func__", value)
+            if not name.startswith("_") and callable(function) and not function.__doc__:
+                function.__doc__ = next((getattr(base, name).__doc__ for base in cls.__mro__[1:]
+                                         if getattr(getattr(base, name, None), "__doc__", None)),
+                                        None)
+
     @abstractmethod
     def prepare(self, X, Y):
         """Fit on ``(X, Y)`` and return them validated for the solvers.
@@ -161,7 +170,6 @@ class Structure(BaseEstimator, ABC):
             The packed examples.
         """
 
-    @abstractmethod
     def prediction_scorer(self, X, Y):
         """The labelled examples and the estimators' ``score`` of the outputs they decode.
 
@@ -179,6 +187,8 @@ class Structure(BaseEstimator, ABC):
         score : callable
             ``score(y_pred)``: ``1 - mean`` task loss of the decoded outputs.
         """
+        labelled = self.pack(X, Y)
+        return labelled, labelled.score
 
     @abstractmethod
     def predict(self, X, coef):
@@ -356,64 +366,8 @@ class StructuredModel(Structure):
                              f"{[_plain(c) for c in unique[:20]]}.")
         return unique
 
-    def prediction_scorer(self, X, Y):
-        """Pack ``X`` for prediction and return a scorer of its predictions against ``Y``.
-
-        The examples of ``X`` packed for prediction, and a function of their predicted codes
-        returning ``1 - mean task loss`` against ``Y``, each example's loss scaled to [0, 1] (for
-        chains the fraction of wrong labels, whether the training loss is normalised or counts):
-        the estimators' ``score``.
-
-        Parameters
-        ----------
-        X : array-like, sparse matrix or list
-            Examples: a ``(n_samples, n_features)`` array or sparse matrix for flat structures
-            (``MulticlassSVM``, ``BinarySVM``, ``MultiLabel``), a list of
-            ``(n_tokens, n_features)`` matrices, dense or sparse, for sequence structures
-            (``ChainCRF``, ``CandidateSet``).
-        Y : array-like or list
-            Outputs, one per example: labels (``MulticlassSVM``, ``BinarySVM``), label
-            sequences (``ChainCRF``), 0/1 indicator rows (``MultiLabel``) or per-candidate loss
-            vectors (``CandidateSet``).
-
-        Returns
-        -------
-        problem : Problem
-            The examples of ``X`` packed for prediction.
-        score : callable
-            ``score(y_pred)``: the score (a float) of the predicted codes ``y_pred``, packed
-            like ``problem.y``.
-        """
-        labelled = self.pack(X, Y)
-        return labelled, labelled.score
-
     def _label_space_scorer(self, X, Y):
-        """Pack ``X`` for prediction and return a scorer of its predictions against ``Y``.
-
-        ``prediction_scorer`` comparing decoded labels with ``Y`` itself, so a label never
-        seen in fit is a wrong prediction (as ``accuracy_score`` counts it), not an error.
-        The score is ``1 - mean`` over examples of the fraction of wrong labels.
-
-        Parameters
-        ----------
-        X : array-like, sparse matrix or list
-            Examples: a ``(n_samples, n_features)`` array or sparse matrix for flat structures
-            (``MulticlassSVM``, ``BinarySVM``, ``MultiLabel``), a list of
-            ``(n_tokens, n_features)`` matrices, dense or sparse, for sequence structures
-            (``ChainCRF``, ``CandidateSet``).
-        Y : array-like or list
-            Outputs, one per example: labels (``MulticlassSVM``, ``BinarySVM``), label
-            sequences (``ChainCRF``), 0/1 indicator rows (``MultiLabel``) or per-candidate loss
-            vectors (``CandidateSet``).
-
-        Returns
-        -------
-        problem : Problem
-            The examples of ``X`` packed without labels.
-        score : callable
-            ``score(y_pred)``: the score (a float) of the predicted codes ``y_pred``, packed
-            like ``problem.y``.
-        """
+        # prediction_scorer against Y itself: a label unseen in fit is a wrong prediction
         problem = self.pack(X)
         offsets = problem.node_offsets
         n = offsets.shape[0] - 1
@@ -461,8 +415,11 @@ class StructuredModel(Structure):
         return self._n_params
 
     def _single(self, x, y=None):
-        return self.pack([x] if self._sequence_input else _one_row(x),
-                         None if y is None else [y] if self._sequence_input else _one_label(y))
+        if self._sequence_input:
+            return self.pack([x], None if y is None else [y])
+        row = x.reshape(1, -1) if sp.issparse(x) else np.asarray(x).reshape(1, -1)
+        return self.pack(row, None if y is None else np.asarray(y)[None] if np.ndim(y) >= 1
+                         else [y])
 
     @staticmethod
     def _feature(problem, S, q):
@@ -718,14 +675,6 @@ def unique_labels(values):
 def _plain(value):
     """A numpy scalar as the Python value it holds (readable in error messages)."""
     return value.item() if isinstance(value, np.generic) else value
-
-
-def _one_row(x):
-    return x.reshape(1, -1) if sp.issparse(x) else np.asarray(x).reshape(1, -1)
-
-
-def _one_label(y):
-    return np.asarray(y)[None] if np.ndim(y) >= 1 else [y]
 
 
 class SequenceStructure(StructuredModel):

@@ -241,22 +241,6 @@ class GraphCRF(GraphStructure):
         return self._examples(X, Y)
 
     def prediction_scorer(self, X, Y):
-        """Return the labelled examples and their ``score`` of predicted labelings.
-
-        Parameters
-        ----------
-        X : list of tuples
-            Examples, as in :meth:`fit`.
-        Y : list of array_like
-            Their labelings; labels never seen in ``fit`` count as wrong predictions.
-
-        Returns
-        -------
-        problem : GraphProblem
-            The validated examples.
-        score : callable
-            ``score(y_pred)``: ``1 - mean`` normalised Hamming loss of predicted labelings.
-        """
         self._check_fitted()
         X = self._check_list(X, Y)
         problem = GraphProblem(self, self._examples(X, None))

@@ -31,9 +31,6 @@ from .base import Structure
 
 __all__ = ["GraphStructure"]
 
-#: the public hooks a structure writes, documented on :class:`GraphStructure`
-_HOOKS = ("examples", "label_graph", "labeling", "label_oracle")
-
 
 class GraphStructure(Structure):
     """Base class of the structures whose examples are labelled graphs and whose oracle runs
@@ -54,13 +51,6 @@ class GraphStructure(Structure):
     #: whether the oracles accept only some coefficients (:meth:`project_coef`)
     constrained_coef = False
     loss_name = "Hamming loss"
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        for name in _HOOKS:  # an override says what it is here, once for every structure
-            function = getattr(vars(cls).get(name), "__func__", vars(cls).get(name))
-            if function is not None and not function.__doc__:
-                function.__doc__ = getattr(GraphStructure, name).__doc__
 
     # -- the hooks a structure writes --------------------------------------------------------
 
@@ -170,82 +160,15 @@ class GraphStructure(Structure):
         return self
 
     def prepare(self, X, Y):
-        """:meth:`fit` on ``(X, Y)``, returning the validated examples for the solvers.
-
-        Parameters
-        ----------
-        X : list
-            The examples.
-        Y : list
-            Their labelings.
-
-        Returns
-        -------
-        GraphProblem
-            The validated examples.
-
-        Raises
-        ------
-        ValueError
-            If ``Y`` is None or the examples are invalid.
-        """
         if Y is None:
             raise ValueError("Y is required: one labeling per example.")
         return GraphProblem(self, self.examples(X, Y, fit=True))
 
     def pack(self, X, Y=None):
-        """Validate examples (and labelings, when given) against the fitted structure.
-
-        Parameters
-        ----------
-        X : list
-            The examples.
-        Y : list or None, default=None
-            Their labelings, or None for unlabelled examples.
-
-        Returns
-        -------
-        GraphProblem
-            The validated examples.
-        """
         self._check_fitted()
         return GraphProblem(self, self.examples(X, Y))
 
-    def prediction_scorer(self, X, Y):
-        """Return the labelled examples and their ``score`` of predicted labelings.
-
-        Parameters
-        ----------
-        X : list
-            The examples.
-        Y : list
-            Their labelings.
-
-        Returns
-        -------
-        problem : GraphProblem
-            The validated labelled examples.
-        score : callable
-            ``score(y_pred)``: ``1 - mean`` task loss of a list of labelings.
-        """
-        labelled = self.pack(X, Y)
-        return labelled, labelled.score
-
     def predict(self, X, coef):
-        """Decode every example of ``X``: the best labeling under ``coef``.
-
-        Parameters
-        ----------
-        X : list
-            The examples.
-        coef : array-like of shape (n_params,)
-            Parameter vector.
-
-        Returns
-        -------
-        list of ndarray
-            The labeling of each example.
-        """
         return self.pack(X).run_oracle(np.asarray(coef, dtype=np.float64), False)[0]
 
     def project_coef(self, coef):

@@ -39,7 +39,6 @@ class MulticlassSVM(FlatStructure):
     """
 
     _kind = MULTICLASS
-    _min_classes = 2
 
     def __init__(self, labels=None, fit_intercept=True, intercept_scaling=1.0):
         self.labels = labels
