@@ -12,6 +12,20 @@ from numbers import Integral, Real
 import numpy as np
 
 
+class Protocol:
+    """Base of the protocols (penalties, structures): a public method a subclass writes
+    without a docstring takes the nearest base's, so each is documented once."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name, value in vars(cls).items():
+            function = getattr(value, "__func__", value)
+            if not name.startswith("_") and callable(function) and not function.__doc__:
+                function.__doc__ = next((getattr(base, name).__doc__ for base in cls.__mro__[1:]
+                                         if getattr(getattr(base, name, None), "__doc__", None)),
+                                        None)
+
+
 class InvalidParameterError(ValueError, TypeError):
     """A constructor parameter with a value outside its constraints."""
 

@@ -32,6 +32,8 @@ from numbers import Real
 
 import numpy as np
 
+from . import _validation
+
 #: the protocol's methods: ``value``, which every penalty writes, and the maps, which a penalty
 #: may implement or leave out
 METHODS = ("value", "prox", "conjugate", "dual_map", "model_min", "plus_prox",
@@ -91,7 +93,7 @@ def check_l1_ratio(l1_ratio):
     return float(l1_ratio)
 
 
-class Penalty(ABC):
+class Penalty(_validation.Protocol, ABC):
     """The penalty protocol: a ``c``-strongly convex regulariser ``r`` (``c > 0``).
 
     The proximal and conjugate maps of convex analysis (Beck 2017, ch. 4-6) that the solvers
@@ -385,22 +387,7 @@ class ElasticNet(Penalty):
         return ElasticNet(alpha * self.c, alpha * self.l1, None if self.p is None
                           else alpha * self.p)
 
-    def plus_prox(self, kappa, center):
-        """Return this penalty plus ``(kappa/2) ||w - center||^2`` (constant dropped).
-
-        Parameters
-        ----------
-        kappa : float
-            Weight of the proximal term.
-        center : array-like of shape (n_params,)
-            Centre ``z`` of the proximal term.
-
-        Returns
-        -------
-        ElasticNet
-            A new penalty with ``c + kappa`` and the linear term ``p + kappa center``; this
-            one is left unchanged.
-        """
+    def plus_prox(self, kappa, center):  # c + kappa, p + kappa center
         p = kappa * np.asarray(center, dtype=float)
         return ElasticNet(self.c + kappa, self.l1, p if self.p is None else self.p + p)
 
@@ -420,112 +407,24 @@ class ElasticNet(Penalty):
         return np.zeros_like(like) if self.p is None else self.p
 
     def value(self, w):
-        """Return the penalty value ``r(w)``.
-
-        Parameters
-        ----------
-        w : ndarray of shape (n_params,)
-            Point at which to evaluate the penalty.
-
-        Returns
-        -------
-        float
-            ``r(w) = (c/2) ||w||^2 + l1 ||w||_1 - <p, w>``.
-        """
         value = 0.5 * self.c * w @ w - (0.0 if self.p is None else self.p @ w)
         return value + self.l1 * np.abs(w).sum() if self.l1 else value
 
-    def prox(self, v, step):
-        """Return the proximal operator of the penalty.
-
-        ``argmin_x ||x - v||^2 / (2 step) + r(x) = soft(v + step p, step l1) / (1 + step c)``.
-
-        Parameters
-        ----------
-        v : ndarray of shape (n_params,)
-            Point to which the proximal operator is applied.
-        step : float
-            Step size, ``step > 0``.
-
-        Returns
-        -------
-        ndarray of shape (n_params,)
-            The minimiser ``x``.
-        """
+    def prox(self, v, step):  # soft(v + step p, step l1) / (1 + step c)
         shifted = v if self.p is None else v + step * self.p
         return soft_threshold(shifted, step * self.l1) / (1.0 + step * self.c)
 
     def conjugate(self, u):
-        """Return the convex conjugate ``r*(u) = ||soft(u + p, l1)||^2 / (2c)``.
-
-        Parameters
-        ----------
-        u : ndarray of shape (n_params,)
-            Dual point at which to evaluate the conjugate.
-
-        Returns
-        -------
-        float
-            ``r*(u)``.
-        """
         s = soft_threshold(u if self.p is None else u + self.p, self.l1)
         return s @ s / (2.0 * self.c)
 
     def dual_map(self, u):
-        """Return the primal point of a dual point, the gradient of the conjugate.
-
-        ``w(u) = grad r*(u) = argmax_w <u, w> - r(w) = soft(u + p, l1) / c``.
-
-        Parameters
-        ----------
-        u : ndarray of shape (n_params,)
-            Dual point.
-
-        Returns
-        -------
-        ndarray of shape (n_params,)
-            ``w(u)``.
-        """
         return soft_threshold(u if self.p is None else u + self.p, self.l1) / self.c
 
-    def model_min(self, q, c):
-        """Return the minimiser of the model ``(c/2) ||x||^2 - <q, x> + r(x)``.
-
-        ``argmin_x (c/2) ||x||^2 - <q, x> + r(x)``: the dual map of the penalty with ``c``
-        more curvature (AGM's model step, spec 001 Assumption 2).
-
-        Parameters
-        ----------
-        q : ndarray of shape (n_params,)
-            Linear coefficient of the model.
-        c : float
-            Extra curvature added to the penalty's own ``c``.
-
-        Returns
-        -------
-        ndarray of shape (n_params,)
-            ``soft(q + p, l1) / (c + self.c)``.
-        """
+    def model_min(self, q, c):  # the dual map with c more curvature
         return soft_threshold(q if self.p is None else q + self.p, self.l1) / (c + self.c)
 
-    def least_norm_subgradient(self, w, grad):
-        """Return the least-norm element of ``grad + c w - p + l1 d||w||_1``.
-
-        The least-norm element of ``grad + c w - p + l1 d||w||_1`` (``grad`` a (sub)gradient
-        of the loss part at ``w``): the gradient itself without an l1 part.
-
-        Parameters
-        ----------
-        w : ndarray of shape (n_params,)
-            Current point.
-        grad : ndarray of shape (n_params,)
-            A (sub)gradient of the loss part at ``w``.
-
-        Returns
-        -------
-        ndarray of shape (n_params,)
-            The least-norm subgradient of ``loss + r`` at ``w``.
-        """
+    def least_norm_subgradient(self, w, grad):  # of grad + c w - p + l1 d||w||_1
         g = grad + self.c * w - self.linear(w)
         if not self.l1 > 0:
             return g

@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from .._kernels import labelings, smoothed
-from .._validation import Interval, check_params
+from .._validation import Interval, Protocol, check_params
 from ._problem import _EMPTY_EDGES, _EMPTY_INT, Problem
 
 
@@ -116,7 +116,7 @@ def stack_csr(blocks, n_features):
                          shape=(indptr.shape[0] - 1, n_features))
 
 
-class Structure(BaseEstimator, ABC):
+class Structure(Protocol, BaseEstimator, ABC):
     """The structure protocol: what every estimator asks of what it predicts, the joint
     feature map, loss and oracles of the structured SVM (Tsochantaridis et al. 2005, JMLR).
 
@@ -126,15 +126,6 @@ class Structure(BaseEstimator, ABC):
     whose oracle runs from Python: the graph structures, and a new structure before anyone
     compiles it).
     """
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        for name, value in vars(cls).items():  # an undocumented override takes the protocol's
-            function = getattr(value, "__func__", value)
-            if not name.startswith("_") and callable(function) and not function.__doc__:
-                function.__doc__ = next((getattr(base, name).__doc__ for base in cls.__mro__[1:]
-                                         if getattr(getattr(base, name, None), "__doc__", None)),
-                                        None)
 
     @abstractmethod
     def prepare(self, X, Y):
