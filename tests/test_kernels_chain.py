@@ -19,12 +19,17 @@ from sklearn_ssvm._kernels.chain import (
     topk_viterbi,
     topk_viterbi_into,
     topk_viterbi_work_size,
-    viterbi,
     viterbi_into,
     viterbi_work_size,
 )
 
 SHAPES = [(T, L) for T in range(1, 7) for L in range(2, 5)]
+
+
+def viterbi(unary, trans):
+    """``(score, y)``: ``viterbi_into`` with fresh buffers, ``y`` int32."""
+    y = np.empty(unary.shape[0], dtype=np.int32)
+    return viterbi_into(unary, trans, y, np.empty(viterbi_work_size(*unary.shape))), y
 
 
 def enumerate_chain(unary, trans):

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sklearn_ssvm._kernels.chain import forward_backward, topk_viterbi, viterbi
+from sklearn_ssvm._kernels.chain import (forward_backward, topk_viterbi, viterbi_into,
+                                         viterbi_work_size)
 from sklearn_ssvm._kernels.tree import tree_marginals, tree_max, tree_order, tree_topk
 
 
@@ -241,7 +242,8 @@ def test_chain_and_tree_agree(T, L):
     unary, trans = rng.normal(size=(T, L)), rng.normal(size=(L, L))
     pair, parent = chain_as_tree(unary, trans)
     order = tree_order(parent)
-    s_chain, y_chain = viterbi(unary, trans)
+    y_chain = np.empty(T, dtype=np.int32)
+    s_chain = viterbi_into(unary, trans, y_chain, np.empty(viterbi_work_size(T, L)))
     s_tree, y_tree = tree_max(unary, pair, parent, order)
     assert s_tree == pytest.approx(s_chain, abs=1e-12)
     np.testing.assert_array_equal(y_tree, y_chain)

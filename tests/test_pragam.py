@@ -9,10 +9,12 @@ from sklearn.svm import SVC, LinearSVC
 from sklearn.utils.estimator_checks import check_estimator
 
 from sklearn_ssvm._kernels.pragam import kth_smallest
-from sklearn_ssvm._kernels.projection import project_box_eq_into, project_svm_into
+from sklearn_ssvm._kernels.projection import project_svm_into
 from sklearn_ssvm._kernels.simplex import project_simplex
 from sklearn_ssvm.estimators.pragam import PragamSVC
 from sklearn_ssvm.solvers.pragam import min_bias, pragam, primal_objective, sigma_max_sq
+
+from _box_projection import project_box_eq_into
 
 SORTED, SELECT = 0, 1
 

@@ -17,14 +17,9 @@ over different semirings; only the semiring "matrix-vector product" ``(+)_{s'}``
   compare-and-store), which keeps the hot loop a branch-free, vectorisable max.
 * ``KBEST`` (top-K Viterbi, Algo. 2): a state holds the sorted list of its K best prefix scores;
   ``(+)`` keeps the K best of the union of the lists with ``(prev_label, rank)`` backpointers
-  (pitfall 4: distinct paths need the rank, not only the score). The product first takes the
-  best head of every state (the max-plus sweep) and merges only lists that can enter; with a
-  bound (``topk_viterbi_into``: the best completion of every (position, label), from the
-  max-plus recursion on the reversed chain, and a running lower bound on the K-th best score)
-  it also drops the entries and states that cannot be part of the K best labelings, which on
-  trained models leaves a few states per position. The lists kept are the unpruned ones cut
-  after their last useful entry, so the results, ties included, are those of the plain
-  recursion.
+  (pitfall 4: distinct paths need the rank, not only the score). Head and bound pruning
+  (``_matvec_kbest``, ``topk_viterbi_into``) leave the results, ties included, those of the
+  plain recursion.
 * ``LOG_SUM_EXP`` (forward-backward): ``(+)_i z_i = mu log sum_i exp(z_i / mu)``, in score units,
   always max-shifted (pitfall 1). ``_lse_prepare`` tabulates ``exp`` of the (column-shifted)
   potential once, so a step costs ``L`` exponentials and ``L^2`` fused multiply-adds instead of
@@ -34,14 +29,11 @@ over different semirings; only the semiring "matrix-vector product" ``(+)_{s'}``
 does not compile the K-best merge: a first fit compiles what it runs). The backward messages of
 forward-backward in log space are the same forward recursion on the reversed chain with
 ``trans.T``. The tree kernels (``tree.py``) reuse the same semiring products for their messages.
-``forward_backward`` itself first runs the sum-product recursion on probabilities normalised
-at every step (``_scaled_forward_backward``: one exponential per token and label and one
-logarithm per token, 2.5 times faster on CoNLL-2000's 22 labels), where its guard proves that
-no state's share can underflow, and the log-space recursion elsewhere.
+``forward_backward`` first tries scaled probabilities instead (see its Notes).
 
 Labelings whose score is ``-inf`` (forbidden by a ``-inf`` potential) are infeasible: they get
-probability 0 and ``topk_viterbi`` pads instead of listing them. ``viterbi`` still returns a
-labeling (with score ``-inf``) when every labeling is infeasible.
+probability 0 and ``topk_viterbi`` pads instead of listing them. ``viterbi_into`` still returns
+a labeling (with score ``-inf``) when every labeling is infeasible.
 """
 import numpy as np
 from numba import njit
@@ -534,24 +526,14 @@ _forward_lse = chain_recursion(LOG_SUM_EXP)
 
 @njit(cache=True, nogil=True)
 def viterbi_work_size(T, L):
-    """Length of the float64 ``work`` buffer of ``viterbi_into``.
-
-    Parameters
-    ----------
-    T, L : int
-        Chain length and number of labels.
-
-    Returns
-    -------
-    int
-        ``T * L`` (the forward table).
-    """
+    """Length of the float64 ``work`` buffer of ``viterbi_into`` for ``T`` positions and ``L``
+    labels: ``T * L`` (the forward table)."""
     return T * L
 
 
 @njit(cache=True, nogil=True)
 def viterbi_into(unary, trans, y_out, work):
-    """Viterbi decoding without allocation, for hot loops.
+    """Viterbi decoding (max-product, spec 000 Algo. 1) without allocation, for hot loops.
 
     Parameters
     ----------
@@ -595,32 +577,6 @@ def viterbi_into(unary, trans, y_out, work):
     return score
 
 
-@njit(cache=True, nogil=True)
-def viterbi(unary, trans):
-    """Maximum-score labeling of a chain (max-product / Viterbi, spec 000 Algo. 1).
-
-    Parameters
-    ----------
-    unary : ndarray of shape (T, L), float64, C-contiguous
-        Unary scores, ``T >= 1``.
-    trans : ndarray of shape (L, L), float64, C-contiguous
-        ``trans[a, b]`` scores the transition ``y_{t-1} = a -> y_t = b``.
-
-    Returns
-    -------
-    score : float
-        ``max_y score(y)``.
-    y : ndarray of shape (T,), int32
-        An argmax; ties are broken towards the lowest label index.
-    """
-    T = unary.shape[0]
-    L = unary.shape[1]
-    work = np.empty(viterbi_work_size(T, L))
-    y = np.empty(T, dtype=np.int32)
-    score = viterbi_into(unary, trans, y, work)
-    return score, y
-
-
 # ------------------------------------------------------------------------------------------
 # Top-K Viterbi (KBEST)
 # ------------------------------------------------------------------------------------------
@@ -628,19 +584,9 @@ def viterbi(unary, trans):
 
 @njit(cache=True, nogil=True)
 def topk_viterbi_work_size(T, L, K):
-    """Length of the float64 ``work`` buffer of ``topk_viterbi_into``.
-
-    Parameters
-    ----------
-    T, L, K : int
-        Chain length, number of labels, number of labelings.
-
-    Returns
-    -------
-    int
-        ``2 T L K`` (the K-best lists and their backpointers) ``+ 3 T L + L^2`` (the backward
-        max-product) ``+ 3 L + 2 K + 2`` (scratch).
-    """
+    """Length of the float64 ``work`` buffer of ``topk_viterbi_into`` (``T`` positions, ``L``
+    labels, ``K`` labelings): ``2 T L K`` (the K-best lists and their backpointers)
+    ``+ 3 T L + L^2`` (the backward max-product) ``+ 3 L + 2 K + 2`` (scratch)."""
     return 2 * T * L * K + 3 * T * L + L * L + kbest_work_size(L, L, K) + K
 
 
@@ -809,12 +755,8 @@ def topk_viterbi(unary, trans, K):
 
     Parameters
     ----------
-    unary : ndarray of shape (T, L), float64, C-contiguous
-        Unary scores, ``T >= 1``.
-    trans : ndarray of shape (L, L), float64, C-contiguous
-        Transition scores.
-    K : int
-        Number of labelings, ``K >= 1``.
+    unary, trans, K
+        As in ``topk_viterbi_into`` (``unary`` and ``trans`` C-contiguous).
 
     Returns
     -------
@@ -1093,9 +1035,10 @@ def forward_backward(unary, trans, mu):
     Notes
     -----
     Probabilities normalised at every step (``_scaled_forward_backward``: one exponential per
-    token and label) where every step's finite scores lie within ``_SCALED_RANGE * mu`` of
-    each other and no transition is ``-inf``, so that no state's share can underflow; log
-    space with max-shifted log-sum-exp elsewhere (``_log_forward_backward``). Raw scores are
+    token and label and one logarithm per token, 2.5 times faster on CoNLL-2000's 22 labels)
+    where every step's finite scores lie within ``_SCALED_RANGE * mu`` of each other and no
+    transition is ``-inf``, so that no state's share can underflow; log space with max-shifted
+    log-sum-exp elsewhere (``_log_forward_backward``). Raw scores are
     never exponentiated, only differences ``<= 0`` (or bounded by the underflow guard). If
     every labeling scores ``-inf``, ``value`` is ``-inf`` and the marginals are all zero.
     """
@@ -1117,19 +1060,8 @@ def forward_backward(unary, trans, mu):
 
 @njit(cache=True, nogil=True)
 def score_labeling(unary, trans, y):
-    """Score of one labeling.
-
-    Parameters
-    ----------
-    unary : ndarray of shape (T, L)
-    trans : ndarray of shape (L, L)
-    y : ndarray of shape (T,), integer
-
-    Returns
-    -------
-    float
-        ``sum_t unary[t, y_t] + sum_{t >= 1} trans[y_{t-1}, y_t]``.
-    """
+    """Score ``sum_t unary[t, y_t] + sum_{t >= 1} trans[y_{t-1}, y_t]`` of one labeling ``y``
+    (T,) given ``unary`` (T, L) and ``trans`` (L, L)."""
     T = unary.shape[0]
     total = unary[0, y[0]]
     for t in range(1, T):

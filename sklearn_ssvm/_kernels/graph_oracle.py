@@ -15,8 +15,7 @@ decoded:
 
 The compiled calls are counted in ``counts[i]``, one column per name of :data:`COUNTED`
 (TRW-S's: certified, answered by the bound alone, or a solver's step: see
-:func:`graph_oracle`). ``max_iter``, ``step_iter`` and ``tol`` are the compiled oracle's
-settings: TRW-S's three, alpha-expansion's cycles or ICM's sweeps in ``max_iter``.
+:func:`graph_oracle`); the settings are :func:`pack_graph_oracles`'s.
 
 Each example's model is a ``PairwiseMRF`` layout whose arrays are concatenated: node ``s`` of
 example ``i`` (tokens ``t0:t0 + T``) has its offset in ``node_off[t0 + i + s]`` (``T + 1``

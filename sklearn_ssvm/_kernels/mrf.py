@@ -31,11 +31,7 @@ def trw_value_grad(x, theta, kvec, grad):
     x, theta, kvec : ndarray of shape (D,)
         Marginal vector, log-potentials and per-coordinate entropy coefficients ``K_c``.
     grad : ndarray of shape (D,)
-        Output.
-
-    Returns
-    -------
-    f : float
+        Receives the gradient; ``f`` is returned.
     """
     f = 0.0
     for j in range(x.shape[0]):
@@ -74,11 +70,7 @@ def line_search(x, d, theta, kvec, gamma_max):
     ``phi'(gamma) = sum_j d_j (-theta_j + K_j log(x_j + gamma d_j))`` (the ``+1`` cancels because
     every clique block of a direction between two points of the polytope sums to zero) is
     non-decreasing on segments of the local polytope when rho is in the spanning-tree polytope;
-    its root is found by Newton steps safeguarded by bisection.
-
-    Returns
-    -------
-    gamma : float
+    its root is found by Newton steps safeguarded by bisection. Returns ``gamma``.
     """
     if gamma_max <= 0.0:
         return 0.0
@@ -273,11 +265,8 @@ def icm(pot, assign, node_off, edge_off, n_states, inc_ptr, inc_edge, inc_other,
     """Iterated conditional modes (Besag 1986; spec 004 §2.8), in place on ``assign``.
 
     Sweeps the nodes in order, moving each to a state of strictly larger conditional score, until
-    a sweep changes nothing (a local optimum for single-variable flips) or ``max_sweeps``.
-
-    Returns
-    -------
-    n_sweeps : int
+    a sweep changes nothing (a local optimum for single-variable flips) or ``max_sweeps``;
+    returns the number of sweeps.
     """
     N = assign.shape[0]
     S = 0
@@ -355,12 +344,8 @@ def brute_force_max(pot, node_off, edges, edge_off, n_states, inc_ptr, inc_edge,
     """Exhaustive MAP: enumerate all assignments (mixed-radix odometer, incremental scores).
 
     Each step changes ``~1 + 1/S`` digits on average, each update costs the degree of the node.
-    Ties keep the first assignment in odometer order (node 0 fastest).
-
-    Returns
-    -------
-    value : float
-    best : ndarray of shape (N,), int64
+    Ties keep the first assignment in odometer order (node 0 fastest). Returns ``(value, best)``,
+    ``best`` of shape (N,), int64.
     """
     N = n_states.shape[0]
     assign = np.zeros(N, dtype=np.int64)

@@ -4,7 +4,6 @@ A CRF's parameter vector holds millions of weights, and numpy spends a temporary
 fault per 4 kB of it) on every sign, mask and product of these formulas: in Python the three
 took a quarter of an iteration's time on CoNLL-2000.
 """
-import numpy as np
 from numba import njit
 
 

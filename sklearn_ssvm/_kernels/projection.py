@@ -14,54 +14,16 @@ written here through each coordinate's two kinks ``p_i <= q_i`` (where ``a_i`` r
 bounds), its slope ``s_i = sigma_i^2 / d_i`` and the constant ``c = sum_i sigma_i m_i - z``.
 Coordinates with ``sigma_i = 0`` are plain clipping; infinite bounds give infinite kinks.
 
-Two root finders share the final linear solve:
-
-* :func:`root_sorted`, the reference: sort the finite kinks, binary-search the sign change
-  (``O(n log n)``);
-* :func:`root_select`, the ``O(n)`` expected-time version of Algorithm 2: pivot on a random kink
-  strictly inside the current bracket and fold every coordinate whose kinks have left the bracket
-  into a running constant and slope, so ``g`` costs ``O(active)`` per round. All copies of a
-  duplicated pivot leave the bracket together, which is what makes it terminate where the
-  printed Algorithm 2 loops (erratum 3).
+:func:`root_select` is the ``O(n)`` expected-time version of Algorithm 2: pivot on a random kink
+strictly inside the current bracket and fold every coordinate whose kinks have left the bracket
+into a running constant and slope, so ``g`` costs ``O(active)`` per round. All copies of a
+duplicated pivot leave the bracket together, which is what makes it terminate where the printed
+Algorithm 2 loops (erratum 3). The general problem's sort-based reference lives with the tests.
 
 Every kernel is ``@njit(cache=True, nogil=True)``; none validates its input.
 """
 import numpy as np
 from numba import njit
-
-
-@njit(cache=True, nogil=True)
-def box_eq_kinks_into(m, d, lo, hi, sigma, z, p, q, s):
-    """Kinks ``p <= q`` and slopes ``s`` of ``g`` for the general problem; returns ``c``.
-
-    ``s_i = 0`` marks a coordinate with ``sigma_i = 0``; its kinks are ``+-inf`` so that it
-    never becomes active.
-    """
-    c = -z
-    for i in range(m.shape[0]):
-        sg = sigma[i]
-        if sg == 0.0:
-            p[i] = -np.inf
-            q[i] = np.inf
-            s[i] = 0.0
-            continue
-        c += sg * m[i]
-        k_lo = (lo[i] - m[i]) * d[i] / sg
-        k_hi = (hi[i] - m[i]) * d[i] / sg
-        if sg > 0.0:
-            p[i], q[i] = k_lo, k_hi
-        else:
-            p[i], q[i] = k_hi, k_lo
-        s[i] = sg * sg / d[i]
-    return c
-
-
-@njit(cache=True, nogil=True)
-def _g(nu, p, q, s, c):
-    total = c
-    for i in range(p.shape[0]):
-        total += s[i] * min(max(nu, p[i]), q[i])  # min/max, not branches: kinks come unsorted
-    return total
 
 
 @njit(cache=True, nogil=True)
@@ -127,46 +89,6 @@ def _check_feasible(p, q, s, c):
 
 
 @njit(cache=True, nogil=True)
-def root_sorted(p, q, s, c, work):
-    """Root ``nu`` of ``g`` by sorting the finite kinks (the reference, ``O(n log n)``).
-
-    ``work`` is scratch of length ``>= 2n``.
-    """
-    _check_feasible(p, q, s, c)
-    n_k = 0
-    for i in range(p.shape[0]):
-        if s[i] == 0.0:
-            continue
-        if np.isfinite(p[i]):
-            work[n_k] = p[i]
-            n_k += 1
-        if np.isfinite(q[i]):
-            work[n_k] = q[i]
-            n_k += 1
-    kinks = np.sort(work[:n_k])
-    # bracket: the last kink with g <= 0 and the first with g > 0 (either may be infinite)
-    left, right = -np.inf, np.inf
-    a, b = 0, n_k - 1
-    while a <= b:
-        mid = (a + b) // 2
-        val = _g(kinks[mid], p, q, s, c)
-        if val == 0.0:
-            return kinks[mid]
-        if val < 0.0:
-            left = kinks[mid]
-            a = mid + 1
-        else:
-            right = kinks[mid]
-            b = mid - 1
-    const, slope = c, 0.0
-    for i in range(p.shape[0]):
-        dc, ds, _ = _fold(p[i], q[i], s[i], left, right)
-        const += dc
-        slope += ds
-    return _solve_affine(left, right, const, slope)
-
-
-@njit(cache=True, nogil=True)
 def root_select(p, q, s, c, seed=12345):
     """Root ``nu`` of ``g`` in ``O(n)`` expected time (Algorithm 2 with aggregation).
 
@@ -212,39 +134,6 @@ def root_select(p, q, s, c, seed=12345):
             left = pivot
         else:
             right = pivot
-
-
-@njit(cache=True, nogil=True)
-def project_box_eq_into(m, d, lo, hi, sigma, z, out, p, q, s, work, method=1):
-    """Solve the spec 003 §2.5 problem into ``out``; return the multiplier ``nu``.
-
-    Parameters
-    ----------
-    m, d, lo, hi, sigma : ndarray of shape (n,), float64
-        Target, diagonal weights (``d > 0``), bounds (``lo < hi``, infinite allowed) and
-        hyperplane normal.
-    z : float
-        Hyperplane offset.
-    out : ndarray of shape (n,)
-        Receives the projection.
-    p, q, s : ndarray of shape (n,), float64
-        Scratch for the kinks and slopes.
-    work : ndarray of shape (2n,), float64
-        Scratch for ``method=0``.
-    method : int
-        0: sort-based reference (:func:`root_sorted`); 1: ``O(n)`` selection
-        (:func:`root_select`).
-
-    Returns
-    -------
-    nu : float
-        Multiplier of the equality: ``out_i = clip(m_i + nu sigma_i / d_i, lo_i, hi_i)``.
-    """
-    c = box_eq_kinks_into(m, d, lo, hi, sigma, z, p, q, s)
-    nu = root_sorted(p, q, s, c, work) if method == 0 else root_select(p, q, s, c)
-    for i in range(m.shape[0]):
-        out[i] = min(max(m[i] + nu * sigma[i] / d[i], lo[i]), hi[i])
-    return nu
 
 
 @njit(cache=True, nogil=True)

@@ -184,15 +184,11 @@ def topk_smooth_max(scores, mu):
 
 @njit(cache=True, nogil=True)
 def entropy_smooth_max_into(z, mu, out):
-    """Entropy-smoothed max ``mu * logsumexp(z / mu)``; ``softmax(z / mu)`` written into ``out``.
+    """Entropy-smoothed max ``mu * logsumexp(z / mu)``, returned; ``softmax(z / mu)`` into ``out``.
 
     Max-shifted, so it never overflows; ``-inf`` entries get weight exactly 0. ``mu == 0`` gives
     the hard max with a one-hot at the first argmax (spec 000 Sec. 1.4, Lemma 7(ii)).
     ``out`` may alias ``z``.
-
-    Returns
-    -------
-    value : float
     """
     n = z.shape[0]
     if mu <= 0.0:

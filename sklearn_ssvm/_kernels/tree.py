@@ -251,11 +251,8 @@ def tree_topk(unary, pair, parent, order, K):
 
     Parameters
     ----------
-    unary : ndarray of shape (p, S), float64, C-contiguous
-    pair : ndarray of shape (p, S, S), float64, C-contiguous
-    parent : ndarray of shape (p,), integer
-    order : ndarray of shape (p,), integer
-        See ``tree_max``.
+    unary, pair, parent, order : ndarray
+        As in ``tree_max``.
     K : int
         Number of labelings, ``K >= 1``.
 
@@ -303,12 +300,8 @@ def tree_marginals(unary, pair, parent, order, mu):
 
     Parameters
     ----------
-    unary : ndarray of shape (p, S), float64, C-contiguous
-        ``-inf`` entries forbid a state (probability 0).
-    pair : ndarray of shape (p, S, S), float64, C-contiguous
-    parent : ndarray of shape (p,), integer
-    order : ndarray of shape (p,), integer
-        See ``tree_max``.
+    unary, pair, parent, order : ndarray
+        As in ``tree_max``; ``-inf`` entries of ``unary`` forbid a state (probability 0).
     mu : float
         Temperature, ``mu > 0``.
 

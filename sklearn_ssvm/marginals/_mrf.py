@@ -14,12 +14,6 @@ from .._kernels import mrf as K
 __all__ = ["PairwiseMRF", "random_complete_graph", "random_grid", "random_rbm", "grid_edges"]
 
 
-def _check_rng(random_state):
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    return np.random.default_rng(random_state)
-
-
 class PairwiseMRF:
     """A pairwise Markov random field over discrete variables, given by log-potential tables.
 
@@ -510,7 +504,7 @@ def random_complete_graph(n_nodes=10, coupling=1.0, field=1.0, random_state=None
         A binary model (``PairwiseMRF.ising``) with the ``n_nodes * (n_nodes - 1) / 2``
         edges ``(a, b)``, ``a < b``, in row-major order.
     """
-    rng = _check_rng(random_state)
+    rng = np.random.default_rng(random_state)
     iu = np.triu_indices(n_nodes, 1)
     edges = np.stack(iu, axis=1)
     return PairwiseMRF.ising(n_nodes, edges, rng.uniform(-field, field, n_nodes),
@@ -540,7 +534,7 @@ def random_grid(rows=5, cols=5, coupling=4.0, field=1.0, random_state=None):
         A binary model (``PairwiseMRF.ising``) on the edges of ``grid_edges(rows, cols)``;
         node ``r * cols + c`` sits at row ``r``, column ``c``.
     """
-    rng = _check_rng(random_state)
+    rng = np.random.default_rng(random_state)
     edges = grid_edges(rows, cols)
     n = rows * cols
     return PairwiseMRF.ising(n, edges, rng.uniform(-field, field, n),
@@ -573,7 +567,7 @@ def random_rbm(n_visible=20, n_hidden=20, coupling=1.0, field=1.0, random_state=
         A binary model (``PairwiseMRF.ising``) with an edge between every visible and
         every hidden node.
     """
-    rng = _check_rng(random_state)
+    rng = np.random.default_rng(random_state)
     v, h = np.meshgrid(np.arange(n_visible), n_visible + np.arange(n_hidden), indexing="ij")
     edges = np.stack([v.ravel(), h.ravel()], axis=1)
     n = n_visible + n_hidden

@@ -43,17 +43,6 @@ upper_bound : float or None
     A certified upper bound on the maximum, or None if unknown.
 exact : bool
     Whether ``assignment`` is certified to be a maximiser.
-
-Attributes
-----------
-assignment : ndarray of int64, shape (n_nodes,)
-    The labels of the nodes.
-value : float
-    ``<potentials, vertex(assignment)>``.
-upper_bound : float or None
-    A certified upper bound on the maximum, if known.
-exact : bool
-    Whether ``assignment`` is certified to be a maximiser.
 """
 
 
@@ -80,6 +69,14 @@ class _Oracle:
 
     #: whether the oracle is exact on the models it accepts
     exact = False
+    #: ``(model, value)`` of ``_per_model``'s last call
+    _cache = (None, None)
+
+    def _per_model(self, mrf, build):
+        """``build(mrf)``, computed once for the last model seen (compared by identity)."""
+        if self._cache[0] is not mrf:
+            self._cache = (mrf, build(mrf))
+        return self._cache[1]
 
     def _result(self, mrf, pot, assignment, exact, upper_bound=None):
         a = np.asarray(assignment, dtype=np.int64)
@@ -119,8 +116,10 @@ class BruteForceMAP(_Oracle):
         return self._result(mrf, pot, best, True)
 
 
-def _forest_parents(mrf):
-    """``(parent, parent_edge, child_is_first)`` of a BFS forest; raises if there is a cycle."""
+def _forest(mrf):
+    """``(parent, parent_edge, order)`` of a BFS forest (``order`` by ``tree_order``); raises
+    if there is a cycle."""
+    from .._kernels.tree import tree_order
     if not mrf.is_forest():
         raise ValueError("TreeMAP needs a forest (the graph has a cycle).")
     parent = np.full(mrf.n_nodes, -1, dtype=np.int64)
@@ -140,7 +139,7 @@ def _forest_parents(mrf):
                     parent[o] = v
                     pedge[o] = mrf._inc_edge[k]
                     stack.append(o)
-    return parent, pedge
+    return parent, pedge, tree_order(parent)
 
 
 class TreeMAP(_Oracle):
@@ -154,16 +153,10 @@ class TreeMAP(_Oracle):
 
     exact = True
 
-    def __init__(self):
-        self._cache = (None, None)
-
     def __call__(self, mrf, potentials, init=None):
-        from .._kernels.tree import tree_max, tree_order
+        from .._kernels.tree import tree_max
         pot = _check_potentials(mrf, potentials)
-        if self._cache[0] is not mrf:
-            parent, pedge = _forest_parents(mrf)
-            self._cache = (mrf, (parent, pedge, tree_order(parent)))
-        parent, pedge, order = self._cache[1]
+        parent, pedge, order = self._per_model(mrf, _forest)
         unary, pair_e = mrf.padded_tables(pot, fill=-1e300)
         S = unary.shape[1]
         pair = np.zeros((mrf.n_nodes, S, S))
@@ -252,19 +245,12 @@ class MaxProductMAP(_Oracle):
         self.damping = damping
         self.max_iter = max_iter
         self.tol = tol
-        self._cache = (None, None)
 
     def _weights(self, mrf):
-        """The edge weights, computed once per model (the spanning-tree probabilities invert
-        the graph's Laplacian)."""
-        if self._cache[0] is mrf:
-            return self._cache[1]
+        """The edge weights (the spanning-tree probabilities invert the graph's Laplacian)."""
         if isinstance(self.rho, str) and self.rho == "loopy":
-            weights = np.ones(mrf.n_edges)
-        else:
-            weights = np.maximum(initial_rho(mrf, self.rho), 1e-12)
-        self._cache = (mrf, weights)
-        return weights
+            return np.ones(mrf.n_edges)
+        return np.maximum(initial_rho(mrf, self.rho), 1e-12)
 
     def __call__(self, mrf, potentials, init=None):
         pot = _check_potentials(mrf, potentials)
@@ -272,7 +258,7 @@ class MaxProductMAP(_Oracle):
             raise ValueError(f"damping must be in [0, 1), got {self.damping!r}.")
         logm = np.zeros((2 * mrf.n_edges, int(mrf.n_states.max())))
         beliefs = np.empty(mrf.dim)
-        K.trw_max_product(pot, self._weights(mrf), mrf.layout, logm,
+        K.trw_max_product(pot, self._per_model(mrf, self._weights), mrf.layout, logm,
                           (float(self.damping), float(self.tol), int(self.max_iter)), beliefs)
         starts = [_best_states(mrf, beliefs)] + ([] if init is None else [init])
         best = max((ICMMAP()(mrf, pot, init=x) for x in starts), key=lambda r: r.value)
@@ -319,15 +305,10 @@ class TRWSMAP(_Oracle):
         self.tol = tol
         self.step_iter = step_iter
         self.bound_tol = bound_tol
-        self._cache = (None, None)
 
     def __call__(self, mrf, potentials, init=None):
         pot = _check_potentials(mrf, potentials)
-        if self._cache[0] is mrf:
-            logm = self._cache[1]
-        else:
-            logm = np.zeros((2 * mrf.n_edges, int(mrf.n_states.max())))
-            self._cache = (mrf, logm)
+        logm = self._per_model(mrf, lambda m: np.zeros((2 * m.n_edges, int(m.n_states.max()))))
         assign = np.zeros(mrf.n_nodes, dtype=np.int64)
         value, bound, _ = trws(pot, mrf.layout, logm, int(self.max_iter), float(self.tol),
                                assign)
@@ -447,7 +428,6 @@ class MILPMAP(_Oracle):
     def __init__(self, time_limit=None, mip_rel_gap=1e-9):
         self.time_limit = time_limit
         self.mip_rel_gap = mip_rel_gap
-        self._cache = (None, None)
 
     def _constraints(self, mrf):
         from scipy.optimize import LinearConstraint
@@ -482,9 +462,7 @@ class MILPMAP(_Oracle):
     def __call__(self, mrf, potentials, init=None):
         from scipy.optimize import Bounds, milp
         pot = _check_potentials(mrf, potentials)
-        if self._cache[0] is not mrf:
-            self._cache = (mrf, self._constraints(mrf))
-        cons, integrality = self._cache[1]
+        cons, integrality = self._per_model(mrf, self._constraints)
         options = {"mip_rel_gap": float(self.mip_rel_gap)}
         if self.time_limit is not None:
             options["time_limit"] = float(self.time_limit)
@@ -619,7 +597,6 @@ class AutoMAP(_Oracle):
 
     def __init__(self, max_configurations=BRUTE_FORCE_LIMIT):
         self.max_configurations = max_configurations
-        self._cache = (None, None)
 
     def choose(self, mrf):
         """The oracle used for ``mrf``.
@@ -637,16 +614,14 @@ class AutoMAP(_Oracle):
             ``TreeMAP`` if the graph is a forest, else ``BruteForceMAP`` if the model has at
             most ``max_configurations`` assignments, else ``TRWSThenMILPMAP``.
         """
-        if self._cache[0] is mrf:
-            return self._cache[1]
+        return self._per_model(mrf, self._choose)
+
+    def _choose(self, mrf):
         if mrf.is_forest():
-            o = TreeMAP()
-        elif np.prod(mrf.n_states.astype(np.float64)) <= self.max_configurations:
-            o = BruteForceMAP(self.max_configurations)
-        else:
-            o = TRWSThenMILPMAP()
-        self._cache = (mrf, o)
-        return o
+            return TreeMAP()
+        if np.prod(mrf.n_states.astype(np.float64)) <= self.max_configurations:
+            return BruteForceMAP(self.max_configurations)
+        return TRWSThenMILPMAP()
 
     def __call__(self, mrf, potentials, init=None):
         return self.choose(mrf)(mrf, potentials, init)
