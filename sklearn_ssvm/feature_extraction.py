@@ -21,18 +21,13 @@ def _check_sequences(X):
     """Validate X (a list of lists of dicts); return it flattened with offsets. An empty
     sequence is a matrix of 0 rows (CRFsuite predicts ``[]`` for it)."""
     if isinstance(X, (Mapping, str, bytes)) or not hasattr(X, "__iter__"):
-        raise ValueError(
-            "X must be a list of sequences, each a list of per-token feature dicts; "
-            "got %s" % type(X).__name__
-        )
-    tokens = []
-    lengths = []
+        raise ValueError("X must be a list of sequences, each a list of per-token feature dicts; "
+                         "got %s" % type(X).__name__)
+    tokens, lengths = [], []
     for i, seq in enumerate(X):
         if isinstance(seq, (Mapping, str, bytes)) or not hasattr(seq, "__len__"):
-            raise ValueError(
-                "sequence %d must be a list of per-token feature dicts, got %s "
-                "(wrap a single sequence in a list)" % (i, type(seq).__name__)
-            )
+            raise ValueError("sequence %d must be a list of per-token feature dicts, got %s "
+                             "(wrap a single sequence in a list)" % (i, type(seq).__name__))
         tokens.extend(seq)
         lengths.append(len(seq))
     if not lengths:
@@ -50,18 +45,15 @@ def _locate(offsets, flat_index):
 
 def _bad_token(offsets, flat_index, token):
     seq, pos = _locate(offsets, flat_index)
-    return ValueError(
-        "token %d of sequence %d must be a dict of features, got %s"
-        % (pos, seq, type(token).__name__)
-    )
+    return ValueError("token %d of sequence %d must be a dict of features, got %s"
+                      % (pos, seq, type(token).__name__))
 
 
 def _bad_value(offsets, flat_index, key, value):
     seq, pos = _locate(offsets, flat_index)
-    return ValueError(
-        "unsupported value %r for feature %r of token %d in sequence %d: values must be "
-        "str, bool or real numbers, dicts of them or lists of str" % (value, key, pos, seq)
-    )
+    return ValueError("unsupported value %r for feature %r of token %d in sequence %d: values "
+                      "must be str, bool or real numbers, dicts of them or lists of str"
+                      % (value, key, pos, seq))
 
 
 class _NestedValue(Exception):
@@ -107,10 +99,9 @@ def _spell(flat, prefix, mapping, offsets, r):
 class _FeatureIndex:
     """Feature name -> column, with fast lookups that build no name string.
 
-    A string value ``v`` of key ``k`` is the feature named ``"k=v"``, found
-    through ``by_key[k][v]``; a numeric value of key ``k`` is the feature
-    named ``k``, found through ``numeric[k]``. ``names`` maps every name to
-    its column.
+    A string value ``v`` of key ``k`` is the feature named ``"k=v"``, found through
+    ``by_key[k][v]``; a numeric value of key ``k`` is the feature named ``k``, found through
+    ``numeric[k]``. ``names`` maps every name to its column.
     """
 
     def __init__(self):
@@ -160,37 +151,33 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     Hashing follows Weinberger et al. (2009, ICML); the attribute format is CRFsuite's (Okazaki
     2007).
 
-    The sequence counterpart of :class:`~sklearn.feature_extraction.DictVectorizer`
-    and :class:`~sklearn.feature_extraction.FeatureHasher`: each token is a
-    dict of attributes, each sequence a list of tokens, and ``transform``
-    returns one CSR matrix of shape (n_tokens_i, `n_features_out_`) per
-    sequence. As in DictVectorizer, a string value ``v`` of key ``k`` becomes
-    the binary feature ``"k=v"``; ``True`` counts as 1 and numbers are kept
-    as values. All tokens of all sequences are vectorized in one pass into
-    one matrix whose rows are then split by sequence.
+    The sequence counterpart of :class:`~sklearn.feature_extraction.DictVectorizer` and
+    :class:`~sklearn.feature_extraction.FeatureHasher`: each token is a dict of attributes,
+    each sequence a list of tokens, and ``transform`` returns one CSR matrix of shape
+    (n_tokens_i, `n_features_out_`) per sequence. As in DictVectorizer, a string value ``v`` of
+    key ``k`` becomes the binary feature ``"k=v"``; ``True`` counts as 1 and numbers are kept
+    as values. All tokens of all sequences are vectorized in one pass into one matrix whose
+    rows are then split by sequence.
 
-    Nested values are read as python-crfsuite reads them: a dict value's keys
-    are prefixed by its key and ``":"`` (``{"w": {"lower": "the"}}`` is
-    ``"w:lower=the"``), and each string of a list value is the binary feature
-    ``"key=string"``, counted when repeated. An empty sequence is a matrix of
-    no rows (an estimator predicts ``[]`` for it, as CRFsuite does).
+    Nested values are read as python-crfsuite reads them: a dict value's keys are prefixed by
+    its key and ``":"`` (``{"w": {"lower": "the"}}`` is ``"w:lower=the"``), and each string of
+    a list value is the binary feature ``"key=string"``, counted when repeated. An empty
+    sequence is a matrix of no rows (an estimator predicts ``[]`` for it, as CRFsuite does).
 
     Parameters
     ----------
     hashing : bool, default=False
-        If False, learn a vocabulary (sorted feature names) in ``fit``;
-        features unseen in ``fit`` are ignored by ``transform``. If True,
-        hash feature names into ``n_features`` columns with
-        :class:`~sklearn.feature_extraction.FeatureHasher` (signed hashing
-        off, so binary features stay non-negative; colliding features add).
+        If False, learn a vocabulary (sorted feature names) in ``fit``; features unseen in
+        ``fit`` are ignored by ``transform``. If True, hash feature names into ``n_features``
+        columns with :class:`~sklearn.feature_extraction.FeatureHasher` (signed hashing off,
+        so binary features stay non-negative; colliding features add).
     n_features : int, default=2**20
         Number of columns when ``hashing=True``; ignored otherwise.
     dtype : dtype, default=np.float64
         Type of the matrix values.
     min_df : int, default=1
-        Keep only features occurring in at least ``min_df`` tokens of the
-        data passed to ``fit`` (like CRFsuite's ``feature.minfreq``).
-        Ignored when ``hashing=True``.
+        Keep only features occurring in at least ``min_df`` tokens of the data passed to
+        ``fit`` (like CRFsuite's ``feature.minfreq``). Ignored when ``hashing=True``.
 
     Attributes
     ----------
@@ -239,8 +226,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         Parameters
         ----------
         X : list of list of dict
-            Sequences of per-token feature dicts (str -> str, bool, number, a dict of
-            them or a list of str).
+            Sequences of per-token feature dicts (str -> str, bool, number, a dict of them or
+            a list of str).
         y : None
             Ignored.
 
@@ -293,9 +280,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             keep_sorted = keep[np.argsort(new_column)]  # keep flags in sorted order
             names = [name for name, k in zip(names, keep_sorted) if k]
             if not names:
-                raise ValueError(
-                    "min_df=%d removes every feature; use a lower min_df" % self.min_df
-                )
+                raise ValueError("min_df=%d removes every feature; use a lower min_df"
+                                 % self.min_df)
             rank = np.cumsum(keep_sorted) - 1
             new_column = np.where(keep, rank[new_column], -1)
             kept = keep[indices]
@@ -325,8 +311,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         Parameters
         ----------
         X : list of list of dict
-            Sequences of per-token feature dicts. Features not seen in
-            ``fit`` are ignored (unless ``hashing=True``).
+            Sequences of per-token feature dicts. Features not seen in ``fit`` are ignored
+            (unless ``hashing=True``).
 
         Returns
         -------
@@ -338,9 +324,9 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     def transform_packed(self, X):
         """Return the features of all tokens as one matrix, with sequence offsets.
 
-        The packed layout the structures use internally: rows
-        ``offsets[i]:offsets[i + 1]`` of ``Xt`` are the tokens of sequence
-        ``i``. Cheaper than :meth:`transform` when the caller packs anyway.
+        The packed layout the structures use internally: rows ``offsets[i]:offsets[i + 1]`` of
+        ``Xt`` are the tokens of sequence ``i``. Cheaper than :meth:`transform` when the caller
+        packs anyway.
 
         Parameters
         ----------
@@ -376,8 +362,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         Returns
         -------
         ndarray of str objects
-            The feature names in column order, such as ``"w.lower=the"``. Not
-            available with ``hashing=True`` (hashed columns have no names).
+            The feature names in column order, such as ``"w.lower=the"``. Not available with
+            ``hashing=True`` (hashed columns have no names).
 
         Raises
         ------
@@ -397,9 +383,9 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     def _scan(self, tokens, offsets, index, grow):
         """Map every (key, value) of every token to (column, value) in one Python pass.
 
-        ``index`` is a :class:`_FeatureIndex`; with ``grow`` it learns new
-        features, otherwise unknown features are dropped. Returns the column
-        indices, values and row pointer of the CSR matrix of all tokens.
+        ``index`` is a :class:`_FeatureIndex`; with ``grow`` it learns new features, otherwise
+        unknown features are dropped. Returns the column indices, values and row pointer of the
+        CSR matrix of all tokens.
         """
         bad = [r for r, t in enumerate(map(type, tokens)) if not issubclass(t, Mapping)]
         if bad:
@@ -414,11 +400,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             def new_numeric(key):
                 return -1
 
-        by_key = index.by_key
-        numeric = index.numeric
-        fast_numbers = _FAST_NUMBERS
-        indices = []
-        values = []
+        by_key, numeric, fast_numbers = index.by_key, index.numeric, _FAST_NUMBERS
+        indices, values = [], []
         # The hot loop: one iteration per (token, feature) pair.
         for r, token in enumerate(tokens):
             for key, value in token.items():
@@ -461,10 +444,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     def _to_csr(self, indices, values, indptr):
         n_cols = self.n_features_out_
         index_dtype = np.int32 if max(n_cols, len(indices)) < 2**31 else np.int64
-        X = sp.csr_matrix(
-            (values, indices.astype(index_dtype), indptr.astype(index_dtype)),
-            shape=(len(indptr) - 1, n_cols),
-        )
+        X = sp.csr_matrix((values, indices.astype(index_dtype), indptr.astype(index_dtype)),
+                          shape=(len(indptr) - 1, n_cols))
         X.sum_duplicates()
         X.eliminate_zeros()
         return X
@@ -482,12 +463,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
                     raise _bad_value(offsets, r, key, value)
 
     def _hash(self, tokens, offsets):
-        hasher = FeatureHasher(
-            n_features=self.n_features,
-            input_type="dict",
-            dtype=self.dtype,
-            alternate_sign=False,
-        )
+        hasher = FeatureHasher(n_features=self.n_features, input_type="dict", dtype=self.dtype,
+                               alternate_sign=False)
         try:  # (the hasher spells a list of str out as ours does; a dict it refuses)
             X = hasher.transform(tokens).tocsr()
         except (TypeError, ValueError, AttributeError):
@@ -506,13 +483,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         out = []
         for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
             lo, hi = indptr[a], indptr[b]
-            out.append(
-                sp.csr_matrix(
-                    (data[lo:hi], indices[lo:hi], indptr[a : b + 1] - lo),
-                    shape=(b - a, n_cols),
-                    copy=False,
-                )
-            )
+            out.append(sp.csr_matrix((data[lo:hi], indices[lo:hi], indptr[a:b + 1] - lo),
+                                     shape=(b - a, n_cols), copy=False))
         return out
 
     def __sklearn_tags__(self):
@@ -528,49 +500,40 @@ _OFFSET_PREFIXES = ((0, ""), (-1, "-1:"), (-2, "-2:"), (1, "+1:"), (2, "+2:"))
 
 def _word_attributes(word, pos):
     """The attributes of one (word, POS) pair, before the offset prefix."""
-    attrs = [
-        ("w.lower", word.lower()),
-        ("w[-3:]", word[-3:]),
-        ("w[-2:]", word[-2:]),
-    ]
+    attrs = [("w.lower", word.lower()), ("w[-3:]", word[-3:]), ("w[-2:]", word[-2:])]
     if word.isupper():
         attrs.append(("w.isupper", True))
     if word.istitle():
         attrs.append(("w.istitle", True))
     if word.isdigit():
         attrs.append(("w.isdigit", True))
-    attrs.append(("pos", pos))
-    attrs.append(("pos[:2]", pos[:2]))
-    return attrs
+    return attrs + [("pos", pos), ("pos[:2]", pos[:2])]
 
 
 def chunking_token_features(sentence):
     """Token feature dicts of the CoNLL chunking template, one dict per token.
 
-    The template of ``shared/datasets/README.md`` ("Feature template for the
-    CoNLL benchmarks"), used wherever results are compared with CRFsuite.
-    For token ``i`` of a sentence of length ``n``:
+    The template of ``shared/datasets/README.md`` ("Feature template for the CoNLL
+    benchmarks"), used wherever results are compared with CRFsuite. For token ``i`` of a
+    sentence of length ``n``:
 
     - ``bias``;
-    - for each offset ``o`` in (0, -1, -2, +1, +2) with ``0 <= i + o < n``,
-      with ``w``, ``p`` the word and POS tag at ``i + o`` and the key prefix
-      ``""``, ``"-1:"``, ``"-2:"``, ``"+1:"``, ``"+2:"``: ``w.lower`` (value
-      ``w.lower()``), ``w[-3:]``, ``w[-2:]`` (suffixes), ``w.isupper``,
-      ``w.istitle``, ``w.isdigit`` (present, with value True, only when
-      true), ``pos`` (value ``p``) and ``pos[:2]``;
+    - for each offset ``o`` in (0, -1, -2, +1, +2) with ``0 <= i + o < n``, with ``w``, ``p``
+      the word and POS tag at ``i + o`` and the key prefix ``""``, ``"-1:"``, ``"-2:"``,
+      ``"+1:"``, ``"+2:"``: ``w.lower`` (value ``w.lower()``), ``w[-3:]``, ``w[-2:]``
+      (suffixes), ``w.isupper``, ``w.istitle``, ``w.isdigit`` (present, with value True, only
+      when true), ``pos`` (value ``p``) and ``pos[:2]``;
     - ``BOS`` when ``i == 0``, ``EOS`` when ``i == n - 1``.
 
-    String values become binary features named ``key=value`` in
-    :class:`SequenceVectorizer` (e.g. ``-1:w.lower=the``). On the CoNLL-2000
-    training set this gives 104,725 distinct features and 25.5 active
-    features per token.
+    String values become binary features named ``key=value`` in :class:`SequenceVectorizer`
+    (e.g. ``-1:w.lower=the``). On the CoNLL-2000 training set this gives 104,725 distinct
+    features and 25.5 active features per token.
 
     Parameters
     ----------
     sentence : sequence of tuple
-        ``(word, pos)`` pairs, or longer tuples such as ``(word, pos,
-        chunk_tag)`` as returned by :func:`sklearn_ssvm.datasets.read_conll`;
-        columns after the second are ignored.
+        ``(word, pos)`` pairs, or longer tuples such as ``(word, pos, chunk_tag)`` as returned
+        by :func:`sklearn_ssvm.datasets.read_conll`; columns after the second are ignored.
 
     Returns
     -------
@@ -610,9 +573,8 @@ def coef_from_crfsuite(crf, vectorizer, structure):
 
     CRFsuite (Okazaki 2007) names a string-valued attribute ``key:value`` where
     :class:`SequenceVectorizer` names its feature ``key=value``; numeric attributes keep their
-    key in both. State
-    features become the emission weights of their feature's row and label's column,
-    transitions the label-pair weights.
+    key in both. State features become the emission weights of their feature's row and label's
+    column, transitions the label-pair weights.
 
     Parameters
     ----------

@@ -2,11 +2,12 @@
 and ``state_features_``), also through a ``Pipeline`` that names the token features.
 
 Every function takes a fitted estimator with a ``ChainCRF`` structure (``predict_marginals`` and
-``calibrate_temperature`` also ``GraphCRF``, ``certify_predictions`` only ``GraphCRF``), or a
-fitted ``Pipeline`` ending in one; in a
-pipeline the feature names come from the step before the estimator
-(``SequenceVectorizer.get_feature_names_out()``), otherwise they are ``"x0"``, ``"x1"``, ....
-The position biases of ``ChainCRF(bias=True)`` are named ``"bias"``, ``"bias:first"`` and
+``calibrate_temperature`` also ``GraphCRF``, ``certify_predictions`` only ``GraphCRF``), or a fitted
+``Pipeline`` ending in one; the four functions that read the weights (``transition_weights``,
+``transition_features``, ``state_features``, ``top_state_features``) raise a ValueError for another
+model or one with a ``feature_map``. In a pipeline the feature names come from the step before the
+estimator (``SequenceVectorizer.get_feature_names_out()``), otherwise they are ``"x0"``, ``"x1"``,
+.... The position biases of ``ChainCRF(bias=True)`` are named ``"bias"``, ``"bias:first"`` and
 ``"bias:last"``.
 """
 import numpy as np
@@ -59,11 +60,6 @@ def transition_weights(model):
         ``table[a, b]``: the weight of label ``classes[b]`` right after ``classes[a]``.
     classes : ndarray of shape (n_labels,)
         The labels of the rows and columns of ``table`` (the structure's ``classes_``).
-
-    Raises
-    ------
-    ValueError
-        If the model is not fitted with a ``ChainCRF`` structure or has a ``feature_map``.
     """
     est, _ = _chain_model(model)
     return est.structure_.transition_table(est._dense_coef()), est.structure_.classes_
@@ -87,11 +83,6 @@ def transition_features(model):
     dict
         Maps every pair ``(label_from, label_to)`` of labels to the float weight of
         ``label_to`` right after ``label_from`` (see :func:`transition_weights`).
-
-    Raises
-    ------
-    ValueError
-        If the model is not fitted with a ``ChainCRF`` structure or has a ``feature_map``.
     """
     table, classes = transition_weights(model)
     return {(a, b): float(table[i, j]) for i, a in enumerate(classes.tolist())
@@ -117,11 +108,6 @@ def state_features(model):
     dict
         Maps ``(feature_name, label)`` to the float weight, for the non-zero weights
         only; the position biases are named as in the module docstring.
-
-    Raises
-    ------
-    ValueError
-        If the model is not fitted with a ``ChainCRF`` structure or has a ``feature_map``.
     """
     est, names = _chain_model(model)
     table = est.structure_.state_table(est._dense_coef())
@@ -147,11 +133,6 @@ def top_state_features(model, n=10):
     -------
     dict
         ``{label: [(feature_name, weight), ...]}``, weights descending.
-
-    Raises
-    ------
-    ValueError
-        If the model is not fitted with a ``ChainCRF`` structure or has a ``feature_map``.
     """
     est, names = _chain_model(model)
     table = est.structure_.state_table(est._dense_coef())

@@ -5,15 +5,8 @@ from collections import Counter
 
 import numpy as np
 
-__all__ = [
-    "token_accuracy",
-    "extract_chunks",
-    "chunk_precision_recall_f1",
-    "chunk_f1_score",
-    "SCORERS",
-    "get_scorer",
-    "expected_calibration_error",
-]
+__all__ = ["token_accuracy", "extract_chunks", "chunk_precision_recall_f1", "chunk_f1_score",
+           "SCORERS", "get_scorer", "expected_calibration_error"]
 
 _SCHEME_PREFIXES = {"iob": frozenset("BI"), "iobes": frozenset("BIES")}
 
@@ -23,15 +16,11 @@ def _check_sequences(Y_true, Y_pred):
     Y_true = list(Y_true)
     Y_pred = list(Y_pred)
     if len(Y_true) != len(Y_pred):
-        raise ValueError(
-            "Y_true has %d sequences but Y_pred has %d" % (len(Y_true), len(Y_pred))
-        )
+        raise ValueError("Y_true has %d sequences but Y_pred has %d" % (len(Y_true), len(Y_pred)))
     for i, (yt, yp) in enumerate(zip(Y_true, Y_pred)):
         if len(yt) != len(yp):
-            raise ValueError(
-                "sequence %d has %d true labels but %d predicted labels"
-                % (i, len(yt), len(yp))
-            )
+            raise ValueError("sequence %d has %d true labels but %d predicted labels"
+                             % (i, len(yt), len(yp)))
     return Y_true, Y_pred
 
 
@@ -52,15 +41,14 @@ def token_accuracy(Y_true, Y_pred):
     -------
     float
         The accuracy: number of tokens whose predicted label equals the true one, divided
-        by the total number of tokens (every token weighs the same, so long
-        sequences weigh more than short ones).
+        by the total number of tokens (every token weighs the same, so long sequences weigh
+        more than short ones).
 
     Raises
     ------
     ValueError
-        If the numbers of sequences differ, if sequence ``i`` has different
-        lengths in ``Y_true`` and ``Y_pred`` (the message names ``i``), or
-        if there is no token at all.
+        If the numbers of sequences differ, if sequence ``i`` has different lengths in
+        ``Y_true`` and ``Y_pred`` (the message names ``i``), or if there is no token at all.
 
     Examples
     --------
@@ -82,17 +70,14 @@ def token_accuracy(Y_true, Y_pred):
 def _split_tag(tag, scheme, allowed, where):
     """Split 'B-NP' into ('B', 'NP'); 'O' into ('O', '')."""
     if not isinstance(tag, str):
-        raise ValueError(
-            "chunk tags must be strings such as 'B-NP' or 'O', got %r %s" % (tag, where)
-        )
+        raise ValueError("chunk tags must be strings such as 'B-NP' or 'O', got %r %s"
+                         % (tag, where))
     if tag == "O":
         return "O", ""
     prefix, sep, chunk_type = tag.partition("-")
     if not sep or prefix not in allowed or not chunk_type:
-        raise ValueError(
-            "invalid tag %r %s for scheme=%r: expected 'O' or one of %s followed by "
-            "'-TYPE'" % (tag, where, scheme, "/".join(sorted(allowed)))
-        )
+        raise ValueError("invalid tag %r %s for scheme=%r: expected 'O' or one of %s followed by "
+                         "'-TYPE'" % (tag, where, scheme, "/".join(sorted(allowed))))
     return prefix, chunk_type
 
 
@@ -100,9 +85,8 @@ def _check_scheme(scheme):
     try:
         return _SCHEME_PREFIXES[scheme]
     except (KeyError, TypeError):
-        raise ValueError(
-            "scheme must be one of %s, got %r" % (sorted(_SCHEME_PREFIXES), scheme)
-        ) from None
+        raise ValueError("scheme must be one of %s, got %r"
+                         % (sorted(_SCHEME_PREFIXES), scheme)) from None
 
 
 def extract_chunks(tags, scheme="iob", *, _where=""):
@@ -110,27 +94,26 @@ def extract_chunks(tags, scheme="iob", *, _where=""):
 
     Chunks as conlleval reads them (Tjong Kim Sang & Buchholz 2000).
 
-    A chunk of type ``X`` starts at a token tagged ``B-X`` or ``S-X``, or
-    at an ``I-X`` / ``E-X`` token that does not continue a chunk of type
-    ``X`` (first token of the sentence, after ``O``, after a chunk of another
-    type, or after the end ``E-X`` / ``S-X`` of the previous chunk). A chunk
-    ends before the next token that starts a chunk or is ``O``, after an
-    ``E-X`` / ``S-X`` token, and at the end of the sentence. These are the
-    rules of the CoNLL ``conlleval`` script, so IOB1 (``I-X`` opens a chunk
-    after ``O``) and IOB2 (every chunk opens with ``B-X``) are both read
-    correctly under ``scheme="iob"``, and IOBES under ``scheme="iobes"``.
+    A chunk of type ``X`` starts at a token tagged ``B-X`` or ``S-X``, or at an ``I-X`` /
+    ``E-X`` token that does not continue a chunk of type ``X`` (first token of the sentence,
+    after ``O``, after a chunk of another type, or after the end ``E-X`` / ``S-X`` of the
+    previous chunk). A chunk ends before the next token that starts a chunk or is ``O``, after
+    an ``E-X`` / ``S-X`` token, and at the end of the sentence. These are the rules of the CoNLL
+    ``conlleval`` script, so IOB1 (``I-X`` opens a chunk after ``O``) and IOB2 (every chunk
+    opens with ``B-X``) are both read correctly under ``scheme="iob"``, and IOBES under
+    ``scheme="iobes"``.
 
     Parameters
     ----------
     tags : sequence of str
         The tags of one sentence, e.g. ``['B-NP', 'I-NP', 'O']``.
     scheme : {"iob", "iobes"}, default="iob"
-        Allowed tag prefixes: B/I (and O) for "iob", B/I/E/S (and O) for
-        "iobes". A tag outside the scheme raises ValueError.
+        Allowed tag prefixes: B/I (and O) for "iob", B/I/E/S (and O) for "iobes". A tag
+        outside the scheme raises ValueError.
     _where : str, default=""
-        Private: text put before the token position in the error message of
-        an invalid tag (:func:`chunk_precision_recall_f1` passes the
-        sequence, e.g. ``"in Y_true[3] "``). Not part of the public API.
+        Private: text put before the token position in the error message of an invalid tag
+        (:func:`chunk_precision_recall_f1` passes the sequence, e.g. ``"in Y_true[3] "``).
+        Not part of the public API.
 
     Returns
     -------
@@ -151,12 +134,8 @@ def extract_chunks(tags, scheme="iob", *, _where=""):
     closes_after = False  # the previous token was E- or S-: its chunk is over
     for t, tag in enumerate(tags):
         prefix, chunk_type = _split_tag(tag, scheme, allowed, _where + "at position %d" % t)
-        continues = (
-            start is not None
-            and not closes_after
-            and prefix in ("I", "E")
-            and chunk_type == open_type
-        )
+        continues = (start is not None and not closes_after and prefix in ("I", "E")
+                     and chunk_type == open_type)
         if start is not None and not continues:
             chunks.append((open_type, start, t))
             start = None
@@ -232,9 +211,9 @@ def chunk_precision_recall_f1(Y_true, Y_pred, *, scheme="iob", average="micro"):
     The figures of conlleval, the CoNLL-2000 shared task's evaluation (Tjong Kim Sang & Buchholz
     2000).
 
-    Chunks are delimited per sentence by :func:`extract_chunks` (they never
-    cross sentence boundaries). A predicted chunk is correct when a true
-    chunk has the same type, start and end.
+    Chunks are delimited per sentence by :func:`extract_chunks` (they never cross sentence
+    boundaries). A predicted chunk is correct when a true chunk has the same type, start and
+    end.
 
     Parameters
     ----------
@@ -250,22 +229,21 @@ def chunk_precision_recall_f1(Y_true, Y_pred, *, scheme="iob", average="micro"):
     Returns
     -------
     precision, recall, f1 : float
-        If ``average="micro"``: correct / predicted chunks, correct / true
-        chunks and their harmonic mean, all in [0, 1]. As in conlleval, a
-        ratio whose denominator is 0 is 0 (no predicted chunk gives
-        precision 0, no true chunk gives recall 0) and F1 is 0 when
-        precision + recall is 0 -- in particular F1 is 0, not 1, when
-        neither side has any chunk.
+        If ``average="micro"``: correct / predicted chunks, correct / true chunks and their
+        harmonic mean, all in [0, 1]. As in conlleval, a ratio whose denominator is 0 is 0 (no
+        predicted chunk gives precision 0, no true chunk gives recall 0) and F1 is 0 when
+        precision + recall is 0 -- in particular F1 is 0, not 1, when neither side has any
+        chunk.
     per_type : dict
-        If ``average=None``: maps each chunk type found in ``Y_true`` or
-        ``Y_pred`` (sorted) to ``(precision, recall, f1, support)``, support
-        being the number of true chunks of that type.
+        If ``average=None``: maps each chunk type found in ``Y_true`` or ``Y_pred`` (sorted) to
+        ``(precision, recall, f1, support)``, support being the number of true chunks of that
+        type.
 
     Raises
     ------
     ValueError
-        If the sequences are misaligned (the message names the sequence), a
-        tag is invalid for the scheme, or ``average`` is unknown.
+        If the sequences are misaligned (the message names the sequence), a tag is invalid for
+        the scheme, or ``average`` is unknown.
 
     Examples
     --------
@@ -295,10 +273,8 @@ def chunk_precision_recall_f1(Y_true, Y_pred, *, scheme="iob", average="micro"):
         n_correct.update(c[0] for c in set(true_chunks).intersection(pred_chunks))
     if average == "micro":
         return _prf(sum(n_correct.values()), sum(n_pred.values()), sum(n_true.values()))
-    return {
-        t: _prf(n_correct[t], n_pred[t], n_true[t]) + (n_true[t],)
-        for t in sorted(set(n_true) | set(n_pred))
-    }
+    return {t: _prf(n_correct[t], n_pred[t], n_true[t]) + (n_true[t],)
+            for t in sorted(set(n_true) | set(n_pred))}
 
 
 def chunk_f1_score(Y_true, Y_pred, *, scheme="iob"):
@@ -308,9 +284,8 @@ def chunk_f1_score(Y_true, Y_pred, *, scheme="iob"):
     2000).
 
     Multiply by 100 to compare with the "FB1" figure conlleval prints. See
-    :func:`chunk_precision_recall_f1` for the chunk rules and the
-    zero-denominator conventions (F1 is 0 when nothing is predicted or
-    nothing is true).
+    :func:`chunk_precision_recall_f1` for the chunk rules and the zero-denominator conventions
+    (F1 is 0 when nothing is predicted or nothing is true).
 
     Parameters
     ----------
@@ -324,8 +299,8 @@ def chunk_f1_score(Y_true, Y_pred, *, scheme="iob"):
     Returns
     -------
     float
-        Chunk F1, the harmonic mean of chunk precision and recall (the third
-        value :func:`chunk_precision_recall_f1` returns with ``average="micro"``).
+        Chunk F1, the harmonic mean of chunk precision and recall (the third value
+        :func:`chunk_precision_recall_f1` returns with ``average="micro"``).
 
     Examples
     --------
@@ -404,8 +379,7 @@ def expected_calibration_error(Y_true, marginals, *, n_bins=10):
         The error, in [0, 1]; 0 for perfectly calibrated confidences.
     """
     if len(Y_true) != len(marginals):
-        raise ValueError(f"Y_true has {len(Y_true)} sequences and marginals "
-                         f"{len(marginals)}.")
+        raise ValueError(f"Y_true has {len(Y_true)} sequences and marginals {len(marginals)}.")
     n_bins = int(n_bins)
     if n_bins < 1:
         raise ValueError(f"n_bins must be a positive integer, got {n_bins}.")

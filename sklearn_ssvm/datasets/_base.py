@@ -23,55 +23,12 @@ def _read_descr(name):
     return resources.files(__package__).joinpath("descr", name).read_text(encoding="utf-8")
 
 
-def _pack_ocr_letters(source, destination):
-    """Write the compact bundled copy of the OCR letters data set.
-
-    Maintenance helper, not part of the public API: it converts the
-    distribution file (arrays ``pixels``, ``labels``, ``offsets``, ``folds``,
-    ``words``; see ``shared/datasets/README.md``) into the file shipped in
-    ``sklearn_ssvm/datasets/data``. Pixels stay bit-packed, word offsets are
-    stored as word lengths and the words as one space separated ASCII byte
-    string, all compressed with :func:`numpy.savez_compressed`.
-
-    Parameters
-    ----------
-    source : path-like
-        The distribution ``ocr_letters.npz``.
-    destination : path-like or file-like
-        Where to write the bundled file.
-    """
-    with np.load(source, allow_pickle=False) as src:
-        pixels = np.ascontiguousarray(src["pixels"], dtype=np.uint8)
-        labels = np.asarray(src["labels"], dtype=np.int8)
-        offsets = np.asarray(src["offsets"], dtype=np.int64)
-        folds = np.asarray(src["folds"], dtype=np.int8)
-        words = [str(w) for w in src["words"]]
-    lengths = np.diff(offsets)
-    if offsets[0] != 0 or offsets[-1] != len(labels) or lengths.min() < 1:
-        raise ValueError("inconsistent offsets in %r" % (source,))
-    if lengths.max() > 255:
-        raise ValueError("words longer than 255 letters cannot be stored")
-    if not (len(words) == len(folds) == len(lengths)):
-        raise ValueError("words, folds and offsets disagree on the number of words")
-    if any(not w.isascii() or " " in w for w in words):
-        raise ValueError("words must be ASCII without spaces")
-    words_bytes = np.frombuffer(" ".join(words).encode("ascii"), dtype=np.uint8)
-    np.savez_compressed(
-        destination,
-        pixels=pixels,
-        labels=labels,
-        lengths=lengths.astype(np.uint8),
-        folds=folds,
-        words=words_bytes,
-    )
-
-
 def load_ocr_letters(*, return_X_y=False):
     """Load the OCR handwritten letters data set (chain labelling).
 
-    6,877 handwritten words (52,152 letters), each letter a 16 x 8 binary
-    image, labelled with one of 26 lowercase letters and assigned to one of
-    10 cross-validation folds. The data ship with the package: no download.
+    6,877 handwritten words (52,152 letters), each letter a 16 x 8 binary image, labelled with
+    one of 26 lowercase letters and assigned to one of 10 cross-validation folds. The data ship
+    with the package: no download.
 
     Read more in the ``DESCR`` attribute of the returned bunch.
 
@@ -94,8 +51,8 @@ def load_ocr_letters(*, return_X_y=False):
         Dictionary-like object with attributes:
 
         data : list of ndarray of shape (n_letters, 128), dtype float64
-            One array per word; pixel values are 0.0 or 1.0, each row is a
-            letter image flattened in row-major order (16 rows of 8 pixels).
+            One array per word; pixel values are 0.0 or 1.0, each row is a letter image
+            flattened in row-major order (16 rows of 8 pixels).
         target : list of ndarray of shape (n_letters,), dtype int64
             Letter indices 0..25 of each word.
         folds : ndarray of shape (6877,), dtype int64
@@ -108,20 +65,17 @@ def load_ocr_letters(*, return_X_y=False):
             Description of the data set, its splits and its sources.
 
     (data, target) : tuple if ``return_X_y`` is True
-        The lists ``data`` and ``target`` described above, returned instead of
-        the bunch.
+        The lists ``data`` and ``target`` described above, returned instead of the bunch.
 
     Notes
     -----
-    The usual splits are "OCR-large" (train on the 9 folds ``folds != 0``,
-    6,251 words, test on fold 0) and "OCR-small" (train on fold 0, 626
-    words, test on the others).
+    The usual splits are "OCR-large" (train on the 9 folds ``folds != 0``, 6,251 words, test on
+    fold 0) and "OCR-small" (train on fold 0, 626 words, test on the others).
 
     References
     ----------
-    .. [1] B. Taskar, C. Guestrin and D. Koller, "Max-Margin Markov
-       Networks", Advances in Neural Information Processing Systems 16
-       (NIPS), 2003.
+    .. [1] B. Taskar, C. Guestrin and D. Koller, "Max-Margin Markov Networks", Advances in
+       Neural Information Processing Systems 16 (NIPS), 2003.
 
     Examples
     --------
@@ -148,14 +102,9 @@ def load_ocr_letters(*, return_X_y=False):
         return data, target
 
     words = np.array(words_bytes.decode("ascii").split(" "))
-    return Bunch(
-        data=data,
-        target=target,
-        folds=folds,
-        words=words,
-        target_names=[chr(ord("a") + k) for k in range(26)],
-        DESCR=_read_descr("ocr_letters.rst"),
-    )
+    return Bunch(data=data, target=target, folds=folds, words=words,
+                 target_names=[chr(ord("a") + k) for k in range(26)],
+                 DESCR=_read_descr("ocr_letters.rst"))
 
 
 def split_folds(dataset, test_fold=0):
@@ -163,8 +112,7 @@ def split_folds(dataset, test_fold=0):
 
     The folds are those of Taskar, Guestrin & Koller (2003).
 
-    The four lists are returned in the order of
-    :func:`sklearn.model_selection.train_test_split`.
+    The four lists are returned in the order of :func:`sklearn.model_selection.train_test_split`.
 
     Parameters
     ----------
@@ -204,18 +152,16 @@ def split_folds(dataset, test_fold=0):
 def load_scene(path=None):
     """Load the scene multi-label classification data set.
 
-    1,211 training and 1,196 test images described by 294 colour and
-    texture features, each tagged with a subset of 6 scene labels (beach,
-    sunset, fall foliage, field, mountain, urban) [1]_. The file is not
-    bundled with the package (4.7 MB); pass its path.
+    1,211 training and 1,196 test images described by 294 colour and texture features, each
+    tagged with a subset of 6 scene labels (beach, sunset, fall foliage, field, mountain, urban)
+    [1]_. The file is not bundled with the package (4.7 MB); pass its path.
 
     Parameters
     ----------
     path : path-like, default=None
-        A ``.npz`` file holding ``X_train``, ``y_train``, ``X_test`` and
-        ``y_test`` (the format of ``shared/datasets/scene_multilabel.npz``).
-        If None, a copy in the package's ``data`` directory is used when
-        present; otherwise :class:`FileNotFoundError` is raised.
+        A ``.npz`` file holding ``X_train``, ``y_train``, ``X_test`` and ``y_test`` (the format
+        of ``shared/datasets/scene_multilabel.npz``). If None, a copy in the package's ``data``
+        directory is used when present; otherwise :class:`FileNotFoundError` is raised.
 
     Returns
     -------
@@ -230,17 +176,15 @@ def load_scene(path=None):
 
     References
     ----------
-    .. [1] M. R. Boutell, J. Luo, X. Shen and C. M. Brown, "Learning
-       multi-label scene classification", Pattern Recognition 37(9), 2004.
+    .. [1] M. R. Boutell, J. Luo, X. Shen and C. M. Brown, "Learning multi-label scene
+       classification", Pattern Recognition 37(9), 2004.
     """
     if path is None:
         bundled = _data_file(_SCENE_FILE)
         if not bundled.is_file():
-            raise FileNotFoundError(
-                "The scene data set is not bundled with sklearn_ssvm; pass the path "
-                "of scene_multilabel.npz, e.g. load_scene('shared/datasets/"
-                "scene_multilabel.npz')."
-            )
+            raise FileNotFoundError("The scene data set is not bundled with sklearn_ssvm; pass the "
+                                    "path of scene_multilabel.npz, e.g. load_scene('shared/"
+                                    "datasets/scene_multilabel.npz').")
         with bundled.open("rb") as fh:
             return _read_scene(fh)
     path = Path(os.fspath(path))

@@ -14,21 +14,19 @@ _DOCSTART = "-DOCSTART-"
 def _open_text(path_or_file, encoding):
     """Return ``(lines, to_close)`` for a path or a file object, gunzipping if needed.
 
-    Streams this function opens are listed in ``to_close``; a file object
-    given by the caller is never closed.
+    Streams this function opens are listed in ``to_close``; a file object given by the caller is
+    never closed.
     """
     if isinstance(path_or_file, (str, bytes, os.PathLike)):
         raw = open(path_or_file, "rb")
         to_close = [raw]
     elif hasattr(path_or_file, "read"):
-        raw = path_or_file
-        to_close = []
+        raw, to_close = path_or_file, []
         if isinstance(raw.read(0), str):  # a text stream: no gzip possible
             return raw, to_close
     else:
-        raise TypeError(
-            "read_conll expects a path or a file object, got %s" % type(path_or_file).__name__
-        )
+        raise TypeError("read_conll expects a path or a file object, got %s"
+                        % type(path_or_file).__name__)
 
     # Detect gzip from the magic bytes without consuming them.
     if hasattr(raw, "peek"):
@@ -67,39 +65,36 @@ class _Detacher:
 def read_conll(path_or_file, columns=None, *, encoding="utf-8"):
     """Read a CoNLL-format column file into a list of sentences.
 
-    The format has one token per line, its columns separated by whitespace
-    (spaces or tabs), and a blank line (possibly holding only whitespace)
-    between sentences. Lines whose first column is ``-DOCSTART-`` are
-    document separators: they are skipped and end the current sentence.
-    Several blank lines in a row, blank lines at the start or end of the
-    file and a missing final newline are all accepted. Gzip-compressed input
-    is recognised from its magic bytes, whatever the file name.
+    The format has one token per line, its columns separated by whitespace (spaces or tabs),
+    and a blank line (possibly holding only whitespace) between sentences. Lines whose first
+    column is ``-DOCSTART-`` are document separators: they are skipped and end the current
+    sentence. Several blank lines in a row, blank lines at the start or end of the file and a
+    missing final newline are all accepted. Gzip-compressed input is recognised from its magic
+    bytes, whatever the file name.
 
     Parameters
     ----------
     path_or_file : path-like or file object
-        A file name, or an open file object in binary mode (plain or gzip)
-        or in text mode (plain).
+        A file name, or an open file object in binary mode (plain or gzip) or in text mode
+        (plain).
     columns : int or sequence of int, default=None
-        Which columns to keep (negative indices count from the end, as in
-        Python). None keeps them all. If an int, each token is that single
-        column's string instead of a tuple.
+        Which columns to keep (negative indices count from the end, as in Python). None keeps
+        them all. If an int, each token is that single column's string instead of a tuple.
     encoding : str, default="utf-8"
         Text encoding of the file.
 
     Returns
     -------
     list of list of tuple of str
-        The sentences: one list per sentence, one tuple of column strings per token (or
-        one string per token when ``columns`` is an int). For CoNLL-2000
-        chunking files each token is ``(word, pos, chunk_tag)``.
+        The sentences: one list per sentence, one tuple of column strings per token (or one
+        string per token when ``columns`` is an int). For CoNLL-2000 chunking files each token
+        is ``(word, pos, chunk_tag)``.
 
     Raises
     ------
     ValueError
-        If the lines of the file do not all have the same number of columns
-        (when ``columns`` is None) or a line lacks a requested column; the
-        message gives the line number.
+        If the lines of the file do not all have the same number of columns (when ``columns``
+        is None) or a line lacks a requested column; the message gives the line number.
 
     Examples
     --------
@@ -127,9 +122,7 @@ def read_conll(path_or_file, columns=None, *, encoding="utf-8"):
         need = max(max(picks) + 1, -min(picks))
 
     stream, to_close = _open_text(path_or_file, encoding)
-    sentences = []
-    current = []
-    n_cols = None
+    sentences, current, n_cols = [], [], None
     try:
         for lineno, line in enumerate(stream, start=1):
             fields = line.split()
@@ -147,17 +140,13 @@ def read_conll(path_or_file, columns=None, *, encoding="utf-8"):
                 if n_cols is None:
                     n_cols = len(fields)
                 elif len(fields) != n_cols:
-                    raise ValueError(
-                        "line %d has %d columns, expected %d like the first token line"
-                        % (lineno, len(fields), n_cols)
-                    )
+                    raise ValueError("line %d has %d columns, expected %d like the first token "
+                                     "line" % (lineno, len(fields), n_cols))
                 current.append(tuple(fields))
             else:
                 if len(fields) < need:
-                    raise ValueError(
-                        "line %d has %d columns, fewer than the %d needed for columns=%r"
-                        % (lineno, len(fields), need, columns)
-                    )
+                    raise ValueError("line %d has %d columns, fewer than the %d needed for "
+                                     "columns=%r" % (lineno, len(fields), need, columns))
                 if single:
                     current.append(fields[picks[0]])
                 else:

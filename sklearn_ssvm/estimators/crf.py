@@ -65,9 +65,7 @@ class CRFClassifier(StructuredEstimator):
     n_jobs : int or None, default=None
         Threads of forward-backward over the examples (numba, without the GIL).
     penalty : Penalty or None, default=None
-        The regulariser at ``alpha = 1``, any :class:`~sklearn_ssvm.penalties.Penalty` the
-        solver takes (the support table's penalty column): a fit binds it to the coefficients'
-        layout and scales it by ``alpha``. None: the elastic net of ``c1, c2`` (or ``alpha``,
+        As in :class:`BCFWStructuredSVM`; None: the elastic net of ``c1, c2`` (or ``alpha``,
         ``l1_ratio``).
 
     Attributes

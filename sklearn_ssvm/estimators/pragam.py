@@ -309,9 +309,7 @@ class PragamStructuredSVM(StructuredEstimator):
     n_jobs : int or None, default=None
         Threads of the sparse products.
     penalty : Penalty or None, default=None
-        The regulariser at ``alpha = 1``, any :class:`~sklearn_ssvm.penalties.Penalty` the
-        solver takes (the support table's penalty column): a fit binds it to the coefficients'
-        layout and scales it by ``alpha``. None: the L2 penalty ``alpha/2 ||w||^2``.
+        As in :class:`BCFWStructuredSVM`; None: the L2 penalty ``alpha/2 ||w||^2``.
 
     Attributes
     ----------

@@ -206,9 +206,7 @@ class SmoothSSVMClassifier(StructuredEstimator):
         worker's partition is sent again and its sum recomputed. The stochastic solvers
         refuse it (their steps are sequential).
     penalty : Penalty or None, default=None
-        The regulariser at ``alpha = 1``, any :class:`~sklearn_ssvm.penalties.Penalty` the
-        solver takes (the support table's penalty column): a fit binds it to the coefficients'
-        layout and scales it by ``alpha``. None: the elastic net of ``l1_ratio``.
+        As in :class:`BCFWStructuredSVM`; None: the elastic net of ``l1_ratio``.
 
     Attributes
     ----------
@@ -228,16 +226,8 @@ class SmoothSSVMClassifier(StructuredEstimator):
         Certified gap of ``coef_`` (NaN for SGD).
     converged_ : bool
         Whether ``duality_gap_ <= tol * loss_scale_``.
-    loss_scale_ : float
-        The zero model's objective ``P(0) = mean_i max_y L(y_i, y)`` (the mean largest loss):
-        ``tol`` is relative to it, ``duality_gap_ / loss_scale_`` is the relative gap.
-    gap_certified_ : bool
-        Whether every oracle call of the fit was exact, so that the duality gap is a
-        certificate (always True for the compiled structures; graph structures with an
-        approximate ``inference`` give False, with a warning).
-    oracle_calls_ : dict or None
-        Graph structures: the oracle calls of the fit by oracle name (``inference="auto"``
-        says here which ran); None for the compiled structures.
+    loss_scale_, gap_certified_, oracle_calls_
+        As in :class:`BCFWStructuredSVM`.
     history_ : list of dict
         Per epoch, the columns every solver's history has
         (:data:`~sklearn_ssvm.solvers.result.HISTORY_COLUMNS`: ``iter`` is the epoch, time

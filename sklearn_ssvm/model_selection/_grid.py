@@ -12,8 +12,8 @@ from sklearn.exceptions import ConvergenceWarning
 from .._validation import check_params
 from ..solvers.bcfw import BCFWResult, DualState
 from ..solvers.bcfw_path import block_deltas, check_zero_loss
-from ._path import (_as_generator, _certified_path_refusal, _PathResult, _seed_sequences,
-                    _uses_atoms)
+from ..solvers._common import generator
+from ._path import _certified_path_refusal, _PathResult, _seed_sequences, _uses_atoms
 
 __all__ = ["GridSearchPath", "grid_search_path"]
 
@@ -57,12 +57,8 @@ class GridSearchPath(_PathResult):
     times_ : ndarray
         Cumulative seconds spent in the solves, in grid order (for parallel cold solves, the
         sum of the individual solve times: compute, not wall clock).
-    wall_time_ : float
-        Wall-clock seconds of the whole search.
-    warm_start : str or None
-    n_samples_ : int
-    structure_ : Structure
-    estimator : StructuredEstimator
+    estimator, structure_, n_samples_, warm_start, tol, wall_time_
+        The parameters.
     """
 
     def __init__(self, *, estimator, structure, n_samples, warm_start, tol, points, wall_time):
@@ -195,7 +191,7 @@ def grid_search_path(estimator, X, Y, alphas=2.0 ** np.arange(15, -16, -1), tol=
         check_zero_loss(problem)
         if n_jobs is None:
             n_jobs = getattr(estimator, "n_jobs", None)
-        solver = solver.replace(n_jobs=n_jobs, random_state=_as_generator(random_state))
+        solver = solver.replace(n_jobs=n_jobs, random_state=generator(random_state))
         vertex = DualState.at_labels(problem)
         prev = None
         for a in alphas:

@@ -32,15 +32,11 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import check_params
-from ..solvers._common import kernel_threads
+from ..solvers._common import generator, kernel_threads
 from ..solvers.bcfw import BCFWResult, DualState, certificate
 from ..solvers.bcfw_path import block_deltas, check_zero_loss, initialize_path
 
 __all__ = ["PathCV", "RegularizationPath", "cross_validate_path", "regularization_path"]
-
-#: why :func:`regularization_path` stopped
-STOP_REASONS = ("delta_le_tau", "alpha_min", "max_breakpoints", "time_budget", "not_converged",
-                "degenerate")
 
 #: default ``kappa`` (fraction of ``eps`` each breakpoint is solved to), paper App. K
 KAPPA_EXACT = 0.9
@@ -50,14 +46,6 @@ KAPPA_HEURISTIC = 0.7
 # ----------------------------------------------------------------------------------------------
 # solver settings taken from the estimator
 # ----------------------------------------------------------------------------------------------
-
-def _as_generator(random_state):
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(2**31))
-    return np.random.default_rng(random_state)
-
 
 def _seed_sequences(random_state, k):
     """``k`` independent seeds, fixed by ``random_state`` (whatever the execution order)."""
@@ -277,13 +265,8 @@ class RegularizationPath(_PathResult):
         ``init_bound_ / alpha``.
     init_gap_bounds_ : ndarray
         ``g^_i`` of Alg. 6 (sum ``kappa eps``).
-    eps, kappa : float
-    heuristic : bool
-    n_samples_ : int
-    structure_ : Structure
-        The structure fitted on the training data.
-    estimator : BCFWStructuredSVM
-        The (unfitted) estimator the path was computed with.
+    estimator, structure_, n_samples_, eps, kappa, heuristic
+        The parameters.
     """
 
     def __init__(self, *, estimator, structure, n_samples, eps, kappa, heuristic, records,
@@ -425,9 +408,9 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
         carried from one breakpoint to the next, rescaled by Prop. 1). Its ``alpha``, ``tol``
         and ``averaging`` are ignored: the path certifies the last iterate. Every structure
         is supported, ``GraphCRF`` included (its label-space dual takes Prop. 1 alike; the
-        gaps are certificates where its oracle is exact or bounds its maxima); box constraints (``coef_bounds``),
-        ``BinaryGraphCRF``'s submodular cone and the elastic net (``l1_ratio > 0``) are not:
-        :func:`grid_search_path` solves them on a grid.
+        gaps are certificates where its oracle is exact or bounds its maxima); box constraints
+        (``coef_bounds``), ``BinaryGraphCRF``'s submodular cone and the elastic net
+        (``l1_ratio > 0``) are not: :func:`grid_search_path` solves them on a grid.
     X : list of arrays or sparse matrices, or 2-D array
         Training inputs, as for ``estimator.fit``.
     Y : list of label arrays, 1-D array or 2-D indicator matrix
@@ -475,7 +458,7 @@ def regularization_path(estimator, X, Y, eps=0.1, alpha_min=1e-5, kappa=None, he
         raise ValueError(refusal)
     if n_jobs is None:
         n_jobs = getattr(estimator, "n_jobs", None)
-    rng = _as_generator(getattr(estimator, "random_state", None))
+    rng = generator(getattr(estimator, "random_state", None))
     structure = clone(estimator.structure)
     problem = structure.prepare(X, Y)
     solver = estimator._solver(problem, 1.0)  # its own: tol, seed and threads the path's
@@ -611,31 +594,22 @@ class PathCV:
     alphas : ndarray
         The candidates, descending.
     scores : ndarray of shape (n_folds, n_alphas)
-        Validation score of each fold's path at each candidate.
+        Validation score (``1 - mean task loss``) of each fold's path at each candidate.
     paths : list of RegularizationPath
         One path per fold.
     path : RegularizationPath
         The path on all the data.
     best_alpha : float
-        The chosen ``alpha``.
+        The chosen ``alpha``: the largest with the best mean score.
     best_estimator : BCFWStructuredSVM
-        ``path``'s solution at ``best_alpha``.
+        ``path``'s solution at ``best_alpha`` (no refit), eps-approximate there.
 
     Attributes
     ----------
-    alphas_ : ndarray
-        The candidates, descending.
-    scores_ : ndarray of shape (n_folds, n_alphas)
-        Validation score (``1 - mean task loss``) of each fold's path at each candidate.
+    alphas_, scores_, paths_, path_, best_alpha_, best_estimator_
+        The parameters.
     mean_scores_ : ndarray
-    best_alpha_ : float
-        Largest ``alpha`` with the best mean score.
-    paths_ : list of RegularizationPath
-        One path per fold.
-    path_ : RegularizationPath
-        The path on all the data.
-    best_estimator_ : BCFWStructuredSVM
-        ``path_``'s solution at ``best_alpha_`` (no refit), eps-approximate there.
+        ``scores_`` averaged over the folds.
     """
 
     def __init__(self, alphas, scores, paths, path, best_alpha, best_estimator):
@@ -704,7 +678,7 @@ def cross_validate_path(estimator, X, Y, cv=5, alphas=None, n_alphas=30, eps=0.1
                   n_jobs=1 if parallel else n_jobs)  # n_jobs=1: one thread everywhere
     rs = getattr(estimator, "random_state", None)
     if isinstance(rs, (np.random.Generator, np.random.RandomState)):  # one fixed seed for all
-        estimator = clone(estimator).set_params(random_state=int(_as_generator(rs).integers(2**31)))
+        estimator = clone(estimator).set_params(random_state=int(generator(rs).integers(2**31)))
     data = [(_take(X, tr), _take(Y, tr)) for tr, _ in folds] + [(X, Y)]
     jobs = (delayed(regularization_path)(estimator, Xf, Yf, **kwargs) for Xf, Yf in data)
     paths = Parallel(n_jobs=n_jobs, prefer="threads")(jobs)

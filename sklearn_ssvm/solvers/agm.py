@@ -24,7 +24,7 @@ costs two products with ``X`` (the image of ``z_{k+1}`` and one inside the gradi
 of three. The carried images are recomputed every ``IMAGE_REFRESH`` iterations so that
 rounding cannot accumulate in the certificates.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -212,10 +212,6 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
         start, whose own dual point it lacks).
     verbose : int
     desc : str
-
-    Returns
-    -------
-    AGMResult
     """
     if memory not in MEMORIES:
         raise ValueError(f"memory must be one of {MEMORIES}, got {memory!r}.")
@@ -335,7 +331,20 @@ class _Binary:
         return float(a.sum()) - v @ v / (2.0 * self.alpha)
 
 
-class HingePrimal(_Binary):
+class _L2Primal:
+    """The primal oracles' linear image ``X w`` and ``Psi = lambda/2 ||w||^2`` (its model step)."""
+
+    def image(self, w):
+        return self.X @ w
+
+    def psi(self, w):
+        return 0.5 * self.alpha * w @ w
+
+    def model_min(self, p, c):
+        return p / (c + self.alpha)
+
+
+class HingePrimal(_L2Primal, _Binary):
     """The smoothed hinge in the primal (spec 001 §3.2): ``f(w) = max_{a in Q2} sum_i a_i t_i
     - mu/2 ||a||^2`` with ``t_i = 1 - y_i <x_i, w>``, ``Psi = lambda/2 ||w||^2``.
 
@@ -354,9 +363,6 @@ class HingePrimal(_Binary):
         a = self.project(t / self.mu)
         return a @ t - 0.5 * self.mu * a @ a, a
 
-    def image(self, w):
-        return self.X @ w
-
     def gradient(self, w, margins):
         value, a = self._smoothed(margins)
         v = np.asarray(self.X.T @ (self.y * a)).ravel()
@@ -364,12 +370,6 @@ class HingePrimal(_Binary):
 
     def value(self, w, margins):
         return self._smoothed(margins)[0] + self.psi(w), margins
-
-    def psi(self, w):
-        return 0.5 * self.alpha * w @ w
-
-    def model_min(self, p, c):
-        return p / (c + self.alpha)
 
     def certificate(self, w, margins, by_avg):
         a, v = by_avg
@@ -441,7 +441,7 @@ def f1_max(scores, y):
                                np.ascontiguousarray(y, dtype=np.float64)))
 
 
-class F1Primal:
+class F1Primal(_L2Primal):
     """The F1-score structured loss (spec 001 §1.3 row 3) smoothed by entropy, in the primal:
     ``f(w) = mu log mean_{y'} exp(z(y') / mu)`` (``0 <= max z - f <= mu n log 2``) and
     ``Psi = lambda/2 ||w||^2``; no bias (a constant feature plays its part).
@@ -462,9 +462,6 @@ class F1Primal:
         value, flips, loss = f1_smoothed(scores, self.y, self.mu)
         return value - self.mu * self.n * np.log(2.0), flips, loss
 
-    def image(self, w):
-        return self.X @ w
-
     def gradient(self, w, scores):
         value, flips, loss = self._smoothed(scores)
         g = -2.0 / self.n * np.asarray(self.X.T @ (self.y * flips)).ravel()
@@ -472,12 +469,6 @@ class F1Primal:
 
     def value(self, w, scores):
         return self._smoothed(scores)[0] + self.psi(w), scores
-
-    def psi(self, w):
-        return 0.5 * self.alpha * w @ w
-
-    def model_min(self, p, c):
-        return p / (c + self.alpha)
 
     def certificate(self, w, scores, by_avg):
         g, loss = by_avg
@@ -635,15 +626,8 @@ def agm_structured(problem, penalty, mu, *, memory="inf", tol=1e-3, max_iter=100
         objective, so the best primal and the best dual point of all runs make the gap. A
         constant ``mu`` converges to the smoothed problem, whose gap stalls near ``mu/3`` of
         ``loss_scale`` on tiny chains; the stages reach the SSVM's optimum and its zeros.
-    n_jobs : int or None
-        Threads of the sums over the examples: the iterates are the same to the bit for any
-        number.
-    cluster : bool or distributed.Client
-        Compute the sums over the examples on a dask cluster (True: the current client), the
-        iterates on this process: the same to the bit as on one process
-        (:class:`~sklearn_ssvm.solvers.sums.ClusterSums`).
-    n_partitions : int or None
-        With ``cluster``: partitions of the examples (None: one per worker).
+    n_jobs, cluster, n_partitions
+        As in :func:`~sklearn_ssvm.solvers.bmrm.bmrm`, for the sums over the examples.
     verbose : int
 
     Returns
@@ -695,7 +679,7 @@ def _joined(stages, tol):
                      history=history)
 
 
-capabilities.register("agm", capabilities.Capabilities(
+_CAPABILITIES = capabilities.register("agm", capabilities.Capabilities(
     name="SmoothSSVMClassifier(solver='agm' or 'agm-ef1')",
     options=("elastic_net", "sample_weight"),
     penalty_codes=(),
@@ -706,18 +690,10 @@ capabilities.register("agm", capabilities.Capabilities(
                                             "example alike"},
     certificate="the SSVM objective's gap, from AGM's excessive-gap dual (spec 001)",
     warm_start=False, path="grid (cold)"))
-capabilities.register("agm-cluster", capabilities.Capabilities(
-    name="SmoothSSVMClassifier(solver='agm' or 'agm-ef1', cluster=True)",
-    options=("elastic_net", "sample_weight"), penalty_codes=(),
-    penalty_methods=("value", "conjugate", "model_min"),
-    refused={("graph", None): capabilities.PYTHON_ORACLES,
-             ("binary_graph", None): capabilities.PYTHON_ORACLES,
-             ("compiled", "sample_weight"): "its batched entropy oracle weighs every "
-                                            "example alike"},
-    certificate="the SSVM objective's gap, from AGM's excessive-gap dual (spec 001), the "
-                "sums over the examples on the cluster (the same iterates to the bit as on "
-                "one process)",
-    warm_start=False, path="grid (cold)"))
+capabilities.register("agm-cluster", replace(
+    _CAPABILITIES, name="SmoothSSVMClassifier(solver='agm' or 'agm-ef1', cluster=True)",
+    certificate=_CAPABILITIES.certificate + ", the sums over the examples on the cluster (the "
+    "same iterates to the bit as on one process)"))
 
 
 class AGM(Solver):
@@ -799,10 +775,6 @@ def agm_elastic_net(X, y, alpha=1.0, l1_ratio=0.5, *, memory="inf", tol=1e-8, ma
         In ``[0, 1)``: the l2 part makes ``Psi`` strongly convex and the dual finite.
     memory, tol, max_iter, verbose
         As in :func:`agm`.
-
-    Returns
-    -------
-    AGMResult
     """
     X = X.tocsr() if sp.issparse(X) else np.asarray(X, dtype=float)
     return agm_solve(LeastSquaresElasticNet(X, np.asarray(y, dtype=float), alpha, l1_ratio),

@@ -64,10 +64,6 @@ class Solver(ABC):
             is a structure kind it refuses whatever the options.
         warm : SolverResult or None
             A previous result of this solver on the same examples, to continue from.
-
-        Returns
-        -------
-        SolverResult
         """
         penalty = as_penalty(penalty)
         _capabilities.check_penalty(self.capabilities, penalty)
@@ -95,10 +91,6 @@ class Solver(ABC):
             Prop. 1, to move its gap estimates).
         stale : bool, default=False
             Whether ``warm``'s per-block gap estimates are stale bounds rather than gaps.
-
-        Returns
-        -------
-        SolverResult
         """
         return warm
 

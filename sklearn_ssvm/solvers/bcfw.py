@@ -10,7 +10,7 @@ the unthresholded weights ``(1/n) sum_i E_{alpha_i} psi_i``: ``v = A alpha`` of 
 L2 penalty, and the dual is ``sum_i ell_i - r*(u)``.
 """
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -536,17 +536,14 @@ class _Steps:
         return progress
 
 
+@contextmanager
 def _step_threads(problem, averaging, bounded):
     """``(executor, threads)`` for parallel steps on the threads of ``kernel_threads``, or
     None (see ``parallel_steps``)."""
     threads = n_threads()
     if not parallel_steps(problem, averaging, bounded, threads):
-        return nullcontext(None)
-    return _executor(threads)
-
-
-@contextmanager
-def _executor(threads):
+        yield None
+        return
     with ThreadPoolExecutor(threads) as executor:
         yield executor, threads
 
@@ -787,13 +784,11 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
                 break
     if cert is None or (not certify and converged):
         returned = clipped.copy()
+        reason = "the blocks' gap estimates stopped the run, no exact pass certified it"
     else:
         returned = cert.coef.copy()
-    reason = ""
-    if cert is None or (not certify and converged):
-        reason = "the blocks' gap estimates stopped the run, no exact pass certified it"
-    elif not getattr(problem, "certified", True):
-        reason = "an approximate oracle ran: the primal compares its (too low) maxima"
+        reason = ("" if getattr(problem, "certified", True)
+                  else "an approximate oracle ran: the primal compares its (too low) maxima")
     nan = np.nan
     return BCFWResult(coef=returned, objective=cert.primal if cert else nan,
                       dual_objective=cert.dual if cert else nan,

@@ -50,10 +50,6 @@ def block_deltas(problem, state, coef, vertex=None):
         ``w`` (normally ``w(alpha)``).
     vertex : DualState or None
         ``DualState.at_labels(problem)`` if already computed.
-
-    Returns
-    -------
-    ndarray of shape (n_samples,)
     """
     problem = label_space(problem)
     if vertex is None:
@@ -135,10 +131,6 @@ def initialize_path(problem, eps, kappa, vertex=None):
     eps, kappa : float
     vertex : DualState or None
         ``DualState.at_labels(problem)`` if already computed.
-
-    Returns
-    -------
-    PathStart
     """
     problem = label_space(problem)
     n = problem.n_samples

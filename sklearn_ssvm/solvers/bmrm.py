@@ -8,7 +8,7 @@ iterate. The solvers work with any oracle ``w -> (R_emp(w), a, b)``; :func:`bmrm
 a structure's loss-augmented max oracle, :func:`bmrm_binary` from the binary hinge, and
 :func:`pieces_oracle` from explicit affine pieces (the lower-bound instance of spec 003 §2.3).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -200,10 +200,6 @@ def bundle_method(oracle, coef0, alpha, *, variant="qp", tol=1e-3, max_iter=1000
         Progress bar with the gap when > 0.
     desc : str
         Progress bar label.
-
-    Returns
-    -------
-    BMRMResult
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}.")
@@ -300,10 +296,6 @@ def bmrm(problem, penalty, *, variant="qp", tol=1e-3, max_iter=1000, init=None, 
     n_partitions : int or None
         With ``cluster``: partitions of the examples (None: one per worker).
     verbose : int
-
-    Returns
-    -------
-    BMRMResult
     """
     capabilities.check("bmrm-cluster" if cluster else "bmrm", problem,
                        ["sample_weight"] if problem.weighted else [])
@@ -320,20 +312,19 @@ def bmrm(problem, penalty, *, variant="qp", tol=1e-3, max_iter=1000, init=None, 
                              verbose=verbose, desc=f"{variant}-BMRM")
 
 
-capabilities.register("bmrm", capabilities.Capabilities(
+_CAPABILITIES = capabilities.register("bmrm", capabilities.Capabilities(
     name="BMRMStructuredSVM", options=("sample_weight",), penalty_codes=("l2",),
     refused={("binary_graph", None): "its cutting-plane model keeps no constraint on coef, "
                                      "and the graph cuts need the pairwise table "
                                      "submodular; GraphCRF has no such constraint"},
     certificate="primal minus the bundle's lower bound", warm_start=True,
     path="grid (warm: cutting planes)"))
-capabilities.register("bmrm-cluster", capabilities.Capabilities(
-    name="BMRMStructuredSVM(cluster=True)", options=("sample_weight",), penalty_codes=("l2",),
+capabilities.register("bmrm-cluster", replace(
+    _CAPABILITIES, name="BMRMStructuredSVM(cluster=True)",
     refused={("graph", None): capabilities.PYTHON_ORACLES,
              ("binary_graph", None): capabilities.PYTHON_ORACLES},
-    certificate="primal minus the bundle's lower bound, the sums over the examples on the "
-                "cluster (the same iterates to the bit as on one process)",
-    warm_start=True, path="grid (warm: cutting planes)"))
+    certificate=_CAPABILITIES.certificate + ", the sums over the examples on the cluster (the "
+    "same iterates to the bit as on one process)"))
 
 
 class BMRM(Solver):
@@ -389,10 +380,6 @@ def bmrm_binary(X, y, alpha, *, variant="qp", tol=1e-6, max_iter=1000, init=None
         ``lambda``; the problem is LinearSVC's (hinge, no intercept) with ``C = 1/(alpha n)``.
     variant, tol, max_iter, init, verbose
         As in :func:`bmrm`.
-
-    Returns
-    -------
-    BMRMResult
     """
     X = X.tocsr() if sp.issparse(X) else np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)

@@ -3,10 +3,11 @@
 Pure functions over numpy vectors: no estimator, no scikit-learn, no oracle. The inner solver is a
 callable, so the same loop drives Catalyst (no smoothing) and Casimir (smoothing ``mu_k``).
 
-Naming. The package calls the regularization parameter ``alpha`` in its public estimators; here
-it is always ``lam`` (the paper's lambda). Every ``alpha`` in this module (``alpha0``,
-``alpha_prev``, ``next_alpha``...) is the paper's Catalyst sequence ``alpha_k`` of eq. (27), the
-weights that set the extrapolation ``beta_k`` of eq. (29). It is never a regularization.
+Naming. The package calls the regularization parameter ``alpha`` in its public estimators; here it
+is always ``lam`` (the paper's lambda, a float ``lam >= 0`` wherever a function takes it, and not
+listed again below). Every ``alpha`` in this module (``alpha0``, ``alpha_prev``, ``next_alpha``...)
+is the paper's Catalyst sequence ``alpha_k`` of eq. (27), the weights that set the extrapolation
+``beta_k`` of eq. (29). It is never a regularization.
 
 Index convention. Outer iterations are numbered ``k = 1, 2, ...`` as in Algo. 4: iteration ``k``
 uses ``kappa_k``, ``mu_k`` and ``delta_k`` and produces ``w_k``, ``alpha_k`` and ``z_k``;
@@ -40,8 +41,6 @@ def next_alpha(alpha_prev, kappa, kappa_next, lam):
         ``alpha_{k-1}`` in (0, 1).
     kappa, kappa_next : float
         ``kappa_k`` and ``kappa_{k+1}`` (the schedule is needed one step ahead).
-    lam : float
-        Regularization ``lambda >= 0``.
 
     Returns
     -------
@@ -69,12 +68,6 @@ def extrapolation_beta(alpha_prev, alpha, kappa, kappa_next, lam):
         ``alpha_{k-1}`` and ``alpha_k`` (from :func:`next_alpha`).
     kappa, kappa_next : float
         ``kappa_k`` and ``kappa_{k+1}``.
-    lam : float
-        Regularization ``lambda >= 0``.
-
-    Returns
-    -------
-    float
     """
     scaled = alpha_prev * (kappa + lam)
     return scaled * (1.0 - alpha_prev) / (scaled * alpha_prev + alpha * (kappa_next + lam))
@@ -89,14 +82,8 @@ def initial_alpha(lam, kappa):
 
     Parameters
     ----------
-    lam : float
-        Regularization ``lambda >= 0``.
     kappa : float
         ``kappa_1 > 0``.
-
-    Returns
-    -------
-    float
     """
     return math.sqrt(lam / (lam + kappa)) if lam > 0 else GOLDEN_ALPHA0
 
@@ -129,10 +116,6 @@ def smoothing_schedule(kind, mu0, k, q):
         Outer iteration, starting at 1.
     q : float
         ``lam / (lam + kappa)``, used by "expo" only.
-
-    Returns
-    -------
-    float
     """
     if kind == "const":
         return mu0
@@ -155,10 +138,6 @@ def kappa_schedule(kind, kappa0, k):
         ``kappa > 0``, which is ``kappa_1`` for both kinds.
     k : int
         Outer iteration, starting at 1.
-
-    Returns
-    -------
-    float
     """
     if kind == "const":
         return kappa0
@@ -175,8 +154,6 @@ def delta_schedule(lam, kappa, k):
 
     Parameters
     ----------
-    lam : float
-        Regularization ``lambda >= 0``.
     kappa : float
         ``kappa_k``.
     k : int
@@ -205,18 +182,12 @@ def stopping_test(grad_norm_sq, lam, kappa, delta, dist_sq):
     ----------
     grad_norm_sq : float
         ``||grad F_{mu_k, kappa_k}(w; z_{k-1})||^2``.
-    lam : float
-        Regularization ``lambda >= 0``.
     kappa : float
         ``kappa_k``.
     delta : float
         ``delta_k`` (:func:`delta_schedule`).
     dist_sq : float
         ``||w - z_{k-1}||^2``.
-
-    Returns
-    -------
-    bool
     """
     return grad_norm_sq <= (lam + kappa) * delta * kappa * dist_sq
 
@@ -232,14 +203,8 @@ def kappa_from_smoothness(L, lam, n):
     ----------
     L : float
         Smoothness estimate of the loss part of ``F_mu`` (``A / mu`` in Prop. 29).
-    lam : float
-        Regularization ``lambda >= 0``.
     n : int
         Number of training examples.
-
-    Returns
-    -------
-    float
     """
     ratio = L / n
     return ratio - lam if ratio > 4.0 * lam else lam
@@ -263,8 +228,6 @@ def catalyst(inner, w0, lam, *, kappa, kappa_schedule="const", mu0=None, mu_sche
         solver may overwrite; ``z`` must not be modified. ``mu_k`` is None without smoothing.
     w0 : ndarray of shape (d,)
         ``w_0 = z_0``.
-    lam : float
-        Regularization ``lambda >= 0`` of the objective.
     kappa : float
         ``kappa > 0``: ``kappa_1``, the scale of the proximal weights.
     kappa_schedule : {"const", "linear"}, default="const"

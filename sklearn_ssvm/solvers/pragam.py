@@ -155,10 +155,6 @@ def pragam(X, y, alpha, *, fit_intercept=False, tol=1e-6, max_iter=1000, verbose
         it fails, lowered by 1.2 after each accepted step) and the largest ``tau_k`` with
         ``L_k tau_k^2 <= (1 - tau_k) mu_k``; False runs Algorithm 1 as printed,
         ``tau_k = 2/(k+3)`` at ``L``.
-
-    Returns
-    -------
-    PragamResult
     """
     n, d = X.shape
     y = np.ascontiguousarray(y, dtype=np.float64)

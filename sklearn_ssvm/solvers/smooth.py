@@ -311,10 +311,6 @@ def svrg(problem, penalty, smoothing, *, learning_rate, max_iter=50, tol=0.0, wa
     callback : callable or None
         ``callback(epoch, coef) -> dict or None``, merged into the epoch's history record
         (e.g. a validation score); a ``"stop": True`` entry ends the run after this epoch.
-
-    Returns
-    -------
-    SmoothResult
     """
     rng = np.random.default_rng(random_state)
     penalty = _base_penalty(penalty, prox)
