@@ -439,15 +439,7 @@ class _Scaled(Penalty):
     ``alpha step``; ``conjugate(u) = alpha r*(u / alpha)``,
     ``dual_map(u) = grad r*(u / alpha)``; ``model_min(q, c)`` is ``r``'s at ``(q / alpha, c /
     alpha)``; ``plus_prox`` scales ``r``'s by ``kappa / alpha``. Only the maps ``r`` implements
-    are implemented.
-
-    Parameters
-    ----------
-    base : Penalty
-        The penalty ``r``.
-    alpha : float
-        Its weight, ``alpha > 0``.
-    """
+    are implemented. ``base`` is the penalty ``r``, ``alpha > 0`` its weight."""
 
     base: Penalty
     alpha: float

@@ -18,35 +18,15 @@ from numba import njit
 def simplex_qp(K, b, lam, alpha, grad, tol, max_steps):
     """Minimise ``alpha^T K alpha / 2 - lam <b, alpha>`` over the simplex, in place.
 
-    Parameters
-    ----------
-    K : ndarray of shape (t, t)
-        Positive semi-definite Gram matrix of the cuts.
-    b : ndarray of shape (t,)
-        Cut offsets.
-    lam : float
-        Regularisation ``lambda > 0``.
-    alpha : ndarray of shape (t,)
-        Feasible starting point (non-negative, summing to one), overwritten by the solution.
-    grad : ndarray of shape (t,)
-        Overwritten by the gradient ``K alpha - lam b`` at the solution.
-    tol : float
-        Stop when ``max_{alpha_j > 0} grad_j - min_i grad_i <= tol``; this bounds the
-        Frank-Wolfe gap ``<grad, alpha> - min grad``, so ``D`` is within ``tol / lam`` of its
-        maximum.
-    max_steps : int
-
-    Returns
-    -------
-    violation : float
-        The final ``max_{alpha_j > 0} grad_j - min_i grad_i``.
-
-    Notes
-    -----
-    Working-set selection (Fan, Chen and Lin 2005): ``i`` has the smallest gradient (where
-    mass goes), ``j`` the active coordinate of largest second-order decrease
-    ``(grad_j - grad_i)^2 / (K_ii + K_jj - 2 K_ij)`` (where it comes from).
-    """
+    ``K`` (t, t) is the positive semi-definite Gram matrix of the cuts, ``b`` (t,) their offsets,
+    ``lam > 0`` the regularisation. ``alpha`` (t,), a feasible start (non-negative, summing to one),
+    is overwritten by the solution and ``grad`` (t,) by the gradient ``K alpha - lam b`` there.
+    At most ``max_steps`` steps; stops when ``max_{alpha_j > 0} grad_j - min_i grad_i <= tol``
+    (this bounds the Frank-Wolfe gap ``<grad, alpha> - min grad``, so ``D`` is within ``tol / lam``
+    of its maximum) and returns that final violation (float). Working-set selection (Fan, Chen
+    and Lin 2005): ``i`` has the smallest gradient (where mass goes), ``j`` the active coordinate
+    of largest second-order decrease ``(grad_j - grad_i)^2 / (K_ii + K_jj - 2 K_ij)`` (where it
+    comes from)."""
     t = b.shape[0]
     for r in range(t):
         s = 0.0

@@ -535,29 +535,14 @@ def viterbi_work_size(T, L):
 def viterbi_into(unary, trans, y_out, work):
     """Viterbi decoding (max-product, spec 000 Algo. 1) without allocation, for hot loops.
 
-    Parameters
-    ----------
-    unary : ndarray of shape (T, L), float64, C-contiguous
-        Unary scores, ``T >= 1``.
-    trans : ndarray of shape (L, L), float64, C-contiguous
-        ``trans[a, b]`` scores the transition ``y_{t-1} = a -> y_t = b``.
-    y_out : ndarray of shape (T,), integer
-        Receives the argmax labeling.
-    work : ndarray of float64, 1-D, C-contiguous
-        Scratch of at least ``viterbi_work_size(T, L)`` entries.
-
-    Returns
-    -------
-    score : float
-        The maximal score (``-inf`` if every labeling is forbidden; ``y_out`` then still
-        holds a labeling, the lowest-index one).
-
-    Notes
-    -----
-    Ties are broken towards the lowest label index: at the last position, then for each
-    predecessor along the path. The forward pass keeps values only and the backtrack recomputes
-    the argmax along the path, so no backpointer table is written.
-    """
+    ``unary`` (T, L), ``T >= 1``, and ``trans`` (L, L) are float64 C-contiguous; ``trans[a, b]``
+    scores the transition ``y_{t-1} = a -> y_t = b``. ``y_out`` (T,), integer, receives the argmax
+    labeling; ``work`` is 1-D float64 C-contiguous scratch of at least ``viterbi_work_size(T, L)``
+    entries. Returns the maximal score (float; ``-inf`` if every labeling is forbidden, ``y_out``
+    then still holds a labeling, the lowest-index one). Ties are broken towards the lowest label
+    index: at the last position, then for each predecessor along the path. The forward pass keeps
+    values only and the backtrack recomputes the argmax along the path, so no backpointer table
+    is written."""
     T = unary.shape[0]
     L = unary.shape[1]
     alpha = work[:T * L].reshape((T, L, 1))
@@ -597,33 +582,16 @@ _EPS = 2.220446049250313e-16
 def topk_viterbi_into(unary, trans, K, scores_out, paths_out, work):
     """Top-K Viterbi without allocation, for hot loops (see ``topk_viterbi``).
 
-    Parameters
-    ----------
-    unary : ndarray of shape (T, L), float64
-        Unary scores, ``T >= 1``.
-    trans : ndarray of shape (L, L), float64
-        Transition scores.
-    K : int
-        Number of labelings, ``K >= 1``.
-    scores_out : ndarray of shape (K,), float64
-        Receives the K best scores, non-increasing, ``-inf`` padded.
-    paths_out : ndarray of shape (K, T), integer
-        Receives the labelings, rows of ``-1`` as padding.
-    work : ndarray of float64, 1-D, C-contiguous
-        Scratch of at least ``topk_viterbi_work_size(T, L, K)`` entries.
+    ``unary`` (T, L), ``T >= 1``, and ``trans`` (L, L) are float64 scores; ``K >= 1`` labelings.
+    ``scores_out`` (K,) float64 receives the K best scores, non-increasing, ``-inf`` padded;
+    ``paths_out`` (K, T), integer, the labelings, rows of ``-1`` as padding; ``work`` is 1-D float64
+    C-contiguous scratch of at least ``topk_viterbi_work_size(T, L, K)`` entries. Returns the int
+    number of labelings found, ``min(K, number of feasible labelings)``.
 
-    Returns
-    -------
-    n : int
-        The number of labelings found, ``min(K, number of feasible labelings)``.
-
-    Notes
-    -----
     A backward max-product (the Viterbi recursion on the reversed chain) first gives the best
     completion of every (position, label); the K-best recursion then drops the entries that
     cannot be among the K best labelings (``_matvec_kbest``), which on trained models leaves a
-    few labels per position. The result is the unpruned one, ties included.
-    """
+    few labels per position. The result is the unpruned one, ties included."""
     if K < 1:
         raise ValueError("K must be >= 1")
     T = unary.shape[0]
@@ -753,28 +721,16 @@ def topk_viterbi_into(unary, trans, K, scores_out, paths_out, work):
 def topk_viterbi(unary, trans, K):
     """The ``K`` best distinct labelings of a chain (top-K Viterbi, spec 000 Algo. 2).
 
-    Parameters
-    ----------
-    unary, trans, K
-        As in ``topk_viterbi_into`` (``unary`` and ``trans`` C-contiguous).
+    ``unary``, ``trans``, ``K`` as in ``topk_viterbi_into`` (``unary`` and ``trans``
+    C-contiguous). Returns ``(scores, paths)``: ``scores`` (K,) float64, non-increasing, ``-inf``
+    beyond the number of feasible labelings (``L**T``, less those scored ``-inf``); ``paths``
+    (K, T) int32, pairwise distinct, ``paths[k]`` scoring ``scores[k]``, padding rows ``-1``.
 
-    Returns
-    -------
-    scores : ndarray of shape (K,), float64
-        Non-increasing. Entries beyond the number of feasible labelings (``L**T``, less those
-        scored ``-inf``) are ``-inf``.
-    paths : ndarray of shape (K, T), int32
-        ``paths[k]`` scores ``scores[k]``; the labelings are pairwise distinct. Padding rows
-        are ``-1``.
-
-    Notes
-    -----
     Memory ``O(T L K)``. Time: one Viterbi pass plus ``O(T L^2 + T L K^2)`` at worst, and on
     trained models close to ``O(T L)`` for the K-best part, as entries that cannot be among
     the K best labelings are dropped (``topk_viterbi_into``). Ties are broken
     lexicographically on ``(previous label, rank)``. ``topk_viterbi_into`` is the same without
-    allocation.
-    """
+    allocation."""
     if K < 1:
         raise ValueError("K must be >= 1")
     T = unary.shape[0]
@@ -1012,36 +968,19 @@ def _log_forward_backward(unary, trans, mu, node, edge):
 def forward_backward(unary, trans, mu):
     """Log-partition and marginals of the chain Gibbs distribution at temperature ``mu``.
 
-    ``P(y) = exp(score(y) / mu) / Z`` (spec 000 Sec. 2.3).
+    ``P(y) = exp(score(y) / mu) / Z`` (spec 000 Sec. 2.3). ``unary`` (T, L), ``T >= 1``, and
+    ``trans`` (L, L) are float64 C-contiguous; ``-inf`` forbids a label (probability 0) or a
+    transition; ``mu > 0``. Returns ``(value, node_marginals, edge_marginals)``: ``value = mu * log
+    sum_y exp(score(y) / mu)``, the entropy-smoothed max; ``node_marginals[t, s] = P(y_t = s)``,
+    (T, L); ``edge_marginals[t, a, b] = P(y_t = a, y_{t+1} = b)``, (T - 1, L, L).
 
-    Parameters
-    ----------
-    unary : ndarray of shape (T, L), float64, C-contiguous
-        Unary scores, ``T >= 1``; ``-inf`` forbids a label (probability 0).
-    trans : ndarray of shape (L, L), float64, C-contiguous
-        Transition scores; ``-inf`` forbids a transition.
-    mu : float
-        Temperature, ``mu > 0``.
-
-    Returns
-    -------
-    value : float
-        ``mu * log sum_y exp(score(y) / mu)``, the entropy-smoothed max.
-    node_marginals : ndarray of shape (T, L)
-        ``node_marginals[t, s] = P(y_t = s)``.
-    edge_marginals : ndarray of shape (T - 1, L, L)
-        ``edge_marginals[t, a, b] = P(y_t = a, y_{t+1} = b)``.
-
-    Notes
-    -----
     Probabilities normalised at every step (``_scaled_forward_backward``: one exponential per
     token and label and one logarithm per token, 2.5 times faster on CoNLL-2000's 22 labels)
     where every step's finite scores lie within ``_SCALED_RANGE * mu`` of each other and no
     transition is ``-inf``, so that no state's share can underflow; log space with max-shifted
     log-sum-exp elsewhere (``_log_forward_backward``). Raw scores are
     never exponentiated, only differences ``<= 0`` (or bounded by the underflow guard). If
-    every labeling scores ``-inf``, ``value`` is ``-inf`` and the marginals are all zero.
-    """
+    every labeling scores ``-inf``, ``value`` is ``-inf`` and the marginals are all zero."""
     if not mu > 0:
         raise ValueError("mu must be > 0")
     mu = float(mu)

@@ -74,29 +74,17 @@ def _edgeless(n_nodes, n_label_edges):
 
 
 def pack_graph_oracles(key, n_nodes, n_label_edges, codes, models, max_iter, step_iter, tol):
-    """Bundle the examples' models for :func:`graph_oracle`.
+    """Bundle the examples' models for :func:`graph_oracle`; returns a ``GraphOracles``.
 
-    Parameters
-    ----------
-    key : int
-        The registered Python oracle (``python_oracle.register``).
-    n_nodes, n_label_edges : list of int
-        Each example's number of nodes and of label-space edges (``Packed.edges``).
-    codes : list of int
-        Each example's oracle (``PYTHON``, ``TRWS``, ...).
-    models : list of tuple or None
-        Where an example has a compiled oracle, ``(layout, target, flipped)``: its
-        ``PairwiseMRF.layout`` and, per label-space edge, the model edge its table adds to and
-        whether transposed; None where it calls the Python oracle alone.
-    max_iter, step_iter, tol : int, int, float
-        The compiled oracle's settings: TRW-S's (``TRWSMAP``: the iterations and
-        ``bound_tol`` of a check's call, the iterations of a solver's step), or
-        alpha-expansion's cycles or ICM's sweeps in ``max_iter``.
-
-    Returns
-    -------
-    GraphOracles
-    """
+    ``key`` (int) is the registered Python oracle (``python_oracle.register``). Per example, as
+    lists: ``n_nodes`` and ``n_label_edges``, its numbers of nodes and of label-space edges
+    (``Packed.edges``); ``codes``, its oracle (``PYTHON``, ``TRWS``, ...); ``models``, where it has
+    a compiled oracle, ``(layout, target, flipped)`` (its ``PairwiseMRF.layout`` and, per
+    label-space edge, the model edge its table adds to and whether transposed), None where it
+    calls the Python oracle alone. ``max_iter``, ``step_iter`` (int), ``tol`` (float) are the
+    compiled oracle's settings: TRW-S's (``TRWSMAP``: the iterations and ``bound_tol`` of a check's
+    call, the iterations of a solver's step), or alpha-expansion's cycles or ICM's sweeps in
+    ``max_iter``."""
     parts = [[] for _ in range(10)]
     for T, n_pairs, model in zip(n_nodes, n_label_edges, models):
         layout, target, flipped = _edgeless(T, n_pairs) if model is None else model

@@ -24,15 +24,9 @@ def trw_value_grad(x, theta, kvec, grad):
 
     ``f(x) = sum_j kvec_j x_j log x_j - theta_j x_j``, ``grad_j = -theta_j + kvec_j (1 + log x_j)``,
     with ``0 log 0 = 0`` and ``log 0`` clamped to ``log 1e-300`` in the gradient (finite MAP
-    potentials, spec §4.2).
-
-    Parameters
-    ----------
-    x, theta, kvec : ndarray of shape (D,)
-        Marginal vector, log-potentials and per-coordinate entropy coefficients ``K_c``.
-    grad : ndarray of shape (D,)
-        Receives the gradient; ``f`` is returned.
-    """
+    potentials, spec §4.2). ``x``, ``theta``, ``kvec`` (D,): marginal vector, log-potentials and
+    per-coordinate entropy coefficients ``K_c``; ``grad`` (D,) receives the gradient; ``f`` is
+    returned."""
     f = 0.0
     for j in range(x.shape[0]):
         xj = x[j]
@@ -149,14 +143,8 @@ def mfw(x, alpha, atoms, n_atoms, u0, theta, kvec, delta, tol, max_iter):
     The atoms are the contracted vertices ``(1 - delta) v_a + delta u0`` (atom 0 is ``u0``); the
     iterate is their barycentre with weights ``alpha``. Stops when the pairwise gap
     ``<-grad f, s - v>`` (FW atom ``s``, away atom ``v``) is ``<= tol``. ``x`` and ``alpha`` are
-    updated in place and ``x`` is recomputed from ``alpha`` at the end.
-
-    Returns
-    -------
-    n_iter : int
-    gap : float
-        FW gap over ``conv(V_delta)`` at the returned point (``>= 0``).
-    """
+    updated in place and ``x`` is recomputed from ``alpha`` at the end. Returns ``(n_iter, gap)``,
+    ``gap`` the FW gap over ``conv(V_delta)`` at the returned point (``>= 0``)."""
     D = x.shape[0]
     grad = np.empty(D)
     d = np.empty(D)

@@ -182,15 +182,9 @@ def pragam_chunk(dense, indptr, indices, data, y, alpha, L, center, fit_intercep
     001's adaptive rule, §2.4). The step's ``w(v)`` is the next iteration's dual weights, so
     an accepted step costs the products of a fixed one.
 
-    Returns
-    -------
-    k : int
-        The last iteration evaluated (``k1``, or earlier when stopped).
-    status : int
-        0 running, 1 converged (gap <= tol), 2 reached ``max_iter``.
-    intercept : float
-        The optimal bias for ``w_k``.
-    """
+    Returns ``(k, status, intercept)``: the last iteration evaluated (``k1``, or earlier when
+    stopped); 0 running, 1 converged (gap <= tol), 2 reached ``max_iter``; the optimal bias for
+    ``w_k``."""
     n, d = y.shape[0], w.shape[0]
     upper = 1.0 / n
     r, v, a_mu, beta, z = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)

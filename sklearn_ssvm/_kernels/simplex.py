@@ -26,29 +26,16 @@ from numba import njit
 def project_simplex_into(v, out, work):
     """Euclidean projection of ``v`` onto the probability simplex, written into ``out``.
 
-    Parameters
-    ----------
-    v : ndarray of shape (m,), float64
-        Point to project. ``-inf`` entries are allowed (they get weight exactly 0); at least one
-        entry must be finite; NaN / ``+inf`` give NaN output (not checked).
-    out : ndarray of shape (m,), float64
-        Output buffer. May be the same array as ``v`` (the update is element-wise).
-    work : ndarray of shape (>= m,), float64
-        Scratch buffer for the sort; must not alias ``v`` or ``out``.
+    ``v`` (m,) float64: ``-inf`` entries are allowed (they get weight exactly 0); at least one
+    entry must be finite; NaN / ``+inf`` give NaN output (not checked). ``out`` (m,) float64 may be
+    the same array as ``v`` (the update is element-wise); ``work`` (>= m,) float64, scratch for the
+    sort, must not alias ``v`` or ``out``. Returns the int size ``k`` of the support of the
+    projection (number of strictly positive weights), i.e. the ``k`` of Prop. 3, eq. (8).
 
-    Returns
-    -------
-    k : int
-        Size of the support of the projection (number of strictly positive weights), i.e. the
-        ``k`` of Prop. 3, eq. (8).
-
-    Notes
-    -----
     Sort-based ``O(m log m)`` algorithm (spec 000 Sec. 1.5). Values are shifted by ``max v``
     before the threshold is computed (the projection is shift invariant up to the threshold),
     which keeps the first candidate ``j = 1`` always admissible even for huge magnitudes. Entries
-    with ``v_i - tau <= 0`` are set to exactly ``0.0``.
-    """
+    with ``v_i - tau <= 0`` are set to exactly ``0.0``."""
     n = v.shape[0]
     buf = work[:n]
     for i in range(n):
@@ -130,28 +117,13 @@ def topk_weights_into(scores, mu, out, work):
     the paper's Algo. 6 value ``<z, u*>`` (errata item 2). Applied to the full score vector this
     is the l2^2 smoother ``h_{mu l2^2}`` of Prop. 3.
 
-    Parameters
-    ----------
-    scores : ndarray of shape (K,), float64
-        Scores ``psi(y_(1)), ..., psi(y_(K))`` of the K best outputs (conventionally
-        non-increasing; the math does not depend on the order). ``-inf`` padding is allowed and
-        gets weight exactly 0; ``scores`` must contain at least one finite value.
-    mu : float
-        Smoothing parameter, ``mu >= 0``. ``mu == 0`` gives the hard max: a one-hot at the
-        first argmax.
-    out : ndarray of shape (K,), float64
-        Receives the weights ``u*`` (must not alias ``scores``).
-    work : ndarray of shape (>= K,), float64
-        Scratch buffer.
-
-    Returns
-    -------
-    value : float
-        Exact ``h_{mu,K}(z)``.
-    linearized_value : float
-        ``<z, u*>`` (Algo. 6 / reference-code value); ``value - linearized_value`` lies in
-        ``[0, mu/2)``.
-    """
+    ``scores`` (K,) float64: ``psi(y_(1)), ..., psi(y_(K))`` of the K best outputs (conventionally
+    non-increasing; the math does not depend on the order); ``-inf`` padding is allowed and gets
+    weight exactly 0; at least one value must be finite. ``mu >= 0``; ``mu == 0`` gives the hard
+    max, a one-hot at the first argmax. ``out`` (K,) float64 receives ``u*`` (must not alias
+    ``scores``); ``work`` (>= K,) float64 is scratch. Returns ``(value, linearized_value)``: the
+    exact ``h_{mu,K}(z)`` and ``<z, u*>`` (Algo. 6 / reference-code value); ``value -
+    linearized_value`` lies in ``[0, mu/2)``."""
     n = scores.shape[0]
     if mu <= 0.0:
         zmax = _hard_max_into(scores, out)

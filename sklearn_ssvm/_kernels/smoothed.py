@@ -198,49 +198,25 @@ def smoothed_oracle(kind, U, theta, y_true, losses, graph, parent, order, smooth
                     work):
     """Smoothed max of the loss-augmented scores of one example and its expected statistics.
 
-    Parameters
-    ----------
-    kind : int
-        Structure kind (``labelings``).
-    U : ndarray of shape (T, C), float64
-        Unary scores ``X W`` of the example. Modified during the call, restored exactly.
-    theta : ndarray of shape (n_pair,), float64
-        Interaction weights.
-    y_true : ndarray of int
-        True labeling (packed codes).
-    losses : ndarray of shape (T,), float64
-        Per-candidate losses (candidate sets; ignored otherwise).
-    graph : tuple
-        ``(edges, edge_data)`` of the example (``labelings.example_graph``): the label graph of
-        the multi-label kinds.
-    parent, order : ndarray of int64
-        The forest of ``tree.py`` (multi-label trees).
-    smoother : tuple
-        ``(smoothing, K, mu)``: ``smoothing`` is ``ENTROPY``, ``TOP_K``, ``L2`` (enumerable
-        kinds only) or ``NONE``; ``K >= 1`` the number of best outputs for ``TOP_K``; ``mu >= 0``
-        the smoothing parameter (``mu == 0``, and ``TOP_K`` with ``K == 1``, ``h_{mu,1} = max``,
-        §1.6, is the hard max, i.e. the max oracle).
-    M_i : ndarray of shape (T, C), float64
-        Overwritten with ``E_u S(y)``.
-    Q_i : ndarray of shape (n_pair,), float64
-        Overwritten with ``E_u q(y)``.
-    work : ndarray of float64
-        Scratch of ``smoothed_oracle_work_size(kind, T, C, K)`` floats or more.
+    ``kind`` (int) is the structure kind (``labelings``); ``U`` (T, C) float64 the unary scores
+    ``X W`` of the example, modified during the call and restored exactly; ``theta`` (n_pair,)
+    float64 the interaction weights; ``y_true`` (int array) the true labeling (packed codes);
+    ``losses`` (T,) float64 the per-candidate losses (candidate sets; ignored otherwise);
+    ``graph`` the example's ``(edges, edge_data)`` (``labelings.example_graph``), the label graph
+    of the multi-label kinds; ``parent``, ``order`` (int64) the forest of ``tree.py``
+    (multi-label trees). ``smoother = (smoothing, K, mu)``: ``smoothing`` is ``ENTROPY``,
+    ``TOP_K``, ``L2`` (enumerable kinds only) or ``NONE``; ``K >= 1`` the number of best outputs
+    for ``TOP_K``; ``mu >= 0`` the smoothing parameter (``mu == 0``, and ``TOP_K`` with ``K == 1``,
+    ``h_{mu,1} = max``, §1.6, is the hard max, i.e. the max oracle). ``M_i`` (T, C) and ``Q_i``
+    (n_pair,) float64 are overwritten with ``E_u S(y)`` and ``E_u q(y)``; ``work`` float64 scratch
+    of ``smoothed_oracle_work_size(kind, T, C, K)`` floats or more.
 
-    Returns
-    -------
-    float
-        ``h(z)`` with ``z_y = L(y_true, y) + <U, S(y)> + <theta, q(y)>`` (the gold score is not
-        subtracted): ``mu log sum exp(z / mu)`` (``ENTROPY``), ``h_{mu,K}(z)`` of eq. (11)
-        (``TOP_K``), ``h_{mu l2^2}(z)`` of Prop. 3 (``L2``) or ``max z`` (``NONE``). The weights
-        ``u`` of ``M_i``, ``Q_i`` are the gradient ``nabla h(z)`` (Lemma 7), a one-hot at the
-        max oracle's argmax for the hard max.
-
-    Raises
-    ------
-    ValueError
-        For ``L2`` on a kind whose outputs are not enumerated.
-    """
+    Returns the float ``h(z)`` with ``z_y = L(y_true, y) + <U, S(y)> + <theta, q(y)>`` (the gold
+    score is not subtracted): ``mu log sum exp(z / mu)`` (``ENTROPY``), ``h_{mu,K}(z)`` of eq. (11)
+    (``TOP_K``), ``h_{mu l2^2}(z)`` of Prop. 3 (``L2``) or ``max z`` (``NONE``). The weights ``u``
+    of ``M_i``, ``Q_i`` are the gradient ``nabla h(z)`` (Lemma 7), a one-hot at the max oracle's
+    argmax for the hard max. Raises ValueError for ``L2`` on a kind whose outputs are not
+    enumerated."""
     smoothing, K, mu = smoother
     M_i[:, :] = 0.0
     Q_i[:] = 0.0

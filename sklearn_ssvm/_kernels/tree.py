@@ -31,21 +31,9 @@ from .chain import (KBEST, LOG_SUM_EXP, MAX_PLUS, _init_table, _insert_sorted, _
 def tree_order(parent):
     """A topological order of a forest: every parent comes before its children.
 
-    Parameters
-    ----------
-    parent : ndarray of shape (p,), integer
-        ``parent[v]`` is the parent of node ``v``, ``-1`` for a root.
-
-    Returns
-    -------
-    order : ndarray of shape (p,), int64
-        Roots first, then breadth-first.
-
-    Raises
-    ------
-    ValueError
-        If ``parent`` has an out-of-range entry or a cycle.
-    """
+    ``parent`` (p,), integer: ``parent[v]`` is the parent of node ``v``, ``-1`` for a root.
+    Returns ``order`` (p,) int64, roots first, then breadth-first. Raises ValueError if
+    ``parent`` has an out-of-range entry or a cycle."""
     p = parent.shape[0]
     n_children = np.zeros(p + 1, dtype=np.int64)
     for v in range(p):
@@ -201,24 +189,12 @@ def _tree_backtrack(tree, pointers, root_pointers, rank, y_out, cur_rank):
 def tree_max(unary, pair, parent, order):
     """Maximum-score labeling of a tree or forest (max-product, spec 000 Algo. 7).
 
-    Parameters
-    ----------
-    unary : ndarray of shape (p, S), float64, C-contiguous
-        Node scores.
-    pair : ndarray of shape (p, S, S), float64, C-contiguous
-        ``pair[v, a, b]`` scores ``(y_v = a, y_parent(v) = b)``; ignored for roots.
-    parent : ndarray of shape (p,), integer
-        Parent of each node, ``-1`` for roots.
-    order : ndarray of shape (p,), integer
-        Topological order (parents before children), e.g. ``tree_order(parent)``.
-
-    Returns
-    -------
-    score : float
-        ``max_y score(y)``.
-    y : ndarray of shape (p,), int32
-        An argmax. Ties are broken deterministically (lowest child state in each message).
-    """
+    ``unary`` (p, S) float64 C-contiguous node scores; ``pair`` (p, S, S) float64 C-contiguous,
+    ``pair[v, a, b]`` scoring ``(y_v = a, y_parent(v) = b)``, ignored for roots; ``parent`` (p,),
+    integer, each node's parent, ``-1`` for roots; ``order`` (p,), integer, a topological order
+    (parents before children), e.g. ``tree_order(parent)``. Returns ``(score, y)``: ``max_y
+    score(y)`` and an argmax, (p,) int32, ties broken deterministically (lowest child state in
+    each message)."""
     p = unary.shape[0]
     S = unary.shape[1]
     belief = np.empty((p, S, 1))
@@ -249,25 +225,11 @@ def tree_max(unary, pair, parent, order):
 def tree_topk(unary, pair, parent, order, K):
     """The ``K`` best distinct labelings of a tree or forest (spec 000 Algo. 8).
 
-    Parameters
-    ----------
-    unary, pair, parent, order : ndarray
-        As in ``tree_max``.
-    K : int
-        Number of labelings, ``K >= 1``.
-
-    Returns
-    -------
-    scores : ndarray of shape (K,), float64
-        Non-increasing; ``-inf`` beyond the number of feasible labelings.
-    labelings : ndarray of shape (K, p), int32
-        Pairwise distinct; padding rows are ``-1``.
-
-    Notes
-    -----
+    ``unary``, ``pair``, ``parent``, ``order`` as in ``tree_max``; ``K >= 1`` labelings. Returns
+    ``(scores, labelings)``: ``scores`` (K,) float64, non-increasing, ``-inf`` beyond the number of
+    feasible labelings; ``labelings`` (K, p) int32, pairwise distinct, padding rows ``-1``.
     Several children (and several roots) are merged pairwise, keeping K candidates per state
-    after each merge: time ``O(p S^2 K + p S K^2)`` in the worst case, memory ``O(p S K)``.
-    """
+    after each merge: time ``O(p S^2 K + p S K^2)`` in the worst case, memory ``O(p S K)``."""
     if K < 1:
         raise ValueError("K must be >= 1")
     p = unary.shape[0]
@@ -296,28 +258,12 @@ def tree_topk(unary, pair, parent, order, K):
 def tree_marginals(unary, pair, parent, order, mu):
     """Log-partition and marginals of the tree Gibbs distribution at temperature ``mu``.
 
-    ``P(y) = exp(score(y) / mu) / Z``; sum-product (spec 000 Algo. 9) in log space.
-
-    Parameters
-    ----------
-    unary, pair, parent, order : ndarray
-        As in ``tree_max``; ``-inf`` entries of ``unary`` forbid a state (probability 0).
-    mu : float
-        Temperature, ``mu > 0``.
-
-    Returns
-    -------
-    value : float
-        ``mu * log sum_y exp(score(y) / mu)``.
-    node_marginals : ndarray of shape (p, S)
-        ``P(y_v = a)``.
-    edge_marginals : ndarray of shape (p, S, S)
-        ``edge_marginals[v, a, b] = P(y_v = a, y_parent(v) = b)``; zero for roots.
-
-    Notes
-    -----
-    If every labeling has score ``-inf``, ``value`` is ``-inf`` and the marginals are zero.
-    """
+    ``P(y) = exp(score(y) / mu) / Z``; sum-product (spec 000 Algo. 9) in log space. ``unary``,
+    ``pair``, ``parent``, ``order`` as in ``tree_max`` (``-inf`` entries of ``unary`` forbid a
+    state, probability 0); ``mu > 0``. Returns ``(value, node_marginals, edge_marginals)``:
+    ``mu * log sum_y exp(score(y) / mu)``; ``P(y_v = a)``, (p, S); ``edge_marginals[v, a, b] =
+    P(y_v = a, y_parent(v) = b)``, (p, S, S), zero for roots. If every labeling has score
+    ``-inf``, ``value`` is ``-inf`` and the marginals are zero."""
     if not mu > 0:
         raise ValueError("mu must be > 0")
     p = unary.shape[0]

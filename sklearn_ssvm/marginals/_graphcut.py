@@ -134,15 +134,10 @@ def _solved_cut(unary, edges, tables, allowed):
     edge adds to the unary energies and gets one arc ``a -> b`` of capacity ``B + C - A - D``,
     non-negative exactly when the table is submodular. Node ``v`` ends on the sink side iff
     ``y_v = 1``, paying its source arc. This is the standard construction (Kolmogorov & Zabih
-    2004) used instead of the printed edge list of Algo. 11 (spec §8, errata 14).
-
-    Returns
-    -------
-    graph : maxflow graph (its residual graph after the flow)
-    labeling : ndarray of int64, shape (p,)
-    big : float
-        A capacity larger than any cut that respects the constraints, used to force labels.
-    """
+    2004) used instead of the printed edge list of Algo. 11 (spec §8, errata 14). Returns
+    ``(graph, labeling, big)``: the maxflow graph (its residual graph after the flow), the
+    labeling (p,) int64, and a float capacity larger than any cut that respects the
+    constraints, used to force labels."""
     maxflow = _import_maxflow()
     p = unary.shape[0]
     energy = -tables

@@ -66,20 +66,12 @@ class AGMResult(SolverResult):
     best certificate, ``objective`` ``J(coef)`` and ``dual_objective`` ``D(dual_coef)``, whose
     difference bounds ``J(coef) - min J``; ``coef`` is the iterate ``x_k`` in the primal, the
     averaged ``w(u)`` in the dual formulation. ``n_oracle_calls`` counts the trial steps (one
-    oracle evaluation each).
-
-    Attributes
-    ----------
-    dual_coef : ndarray or None
-        The dual point of the best certificate: ``alpha`` in ``[0, 1/n]^n`` for the binary
-        hinge, the averaged residuals for elastic net; None for structures and F1, whose dual
-        lives on all outputs (only its linear statistics are kept).
-    lipschitz : float
-        The last accepted Lipschitz estimate.
-
+    oracle evaluation each). ``dual_coef`` (ndarray or None) is the dual point of the best
+    certificate: ``alpha`` in ``[0, 1/n]^n`` for the binary hinge, the averaged residuals for
+    elastic net; None for structures and F1, whose dual lives on all outputs (only its linear
+    statistics are kept). ``lipschitz`` (float) is the last accepted Lipschitz estimate.
     History records add ``smoothed_objective`` (the smoothed objective AGM minimises at
-    ``x_k``), ``lipschitz`` and ``trials``; ``gap`` is the best so far.
-    """
+    ``x_k``), ``lipschitz`` and ``trials``; ``gap`` is the best so far."""
 
     dual_coef: object
     lipschitz: float
@@ -180,39 +172,25 @@ def agm_solve(oracle, *, memory="inf", tol=1e-6, max_iter=1000, gamma_u=2.0, gam
               check_every=1, stall_checks=None, stall_gap=np.inf, verbose=0, desc="AGM"):
     """AGM-EF-inf or AGM-EF-1 with adaptive Lipschitz estimation (spec 001 Algorithms 2, 4).
 
-    Parameters
-    ----------
-    oracle : object
-        With attributes ``x0`` (start), ``strong`` (``lambda_2``, the modulus of ``Psi``),
-        ``lipschitz0`` (an optimistic estimate of the Lipschitz constant of ``grad f``) and
-        methods ``image(x)`` (the linear map through which ``f`` sees ``x``, e.g. ``X x``;
-        the identity where there is none), ``gradient(u, image_u) -> (f(u), grad f(u), by)``
-        (``by``: a tuple of arrays or floats, the dual by-products averaged into the
-        certificate), ``value(x, image_x) -> (F(x), info)``, ``psi(x)``,
-        ``model_min(p, c) = argmin_x c/2 ||x||^2 - <p, x> + Psi(x)`` and
-        ``certificate(x, info, by_average) -> (primal, dual, coef, intercept, dual_coef)``.
-    memory : {"inf", "1"}
-        AGM-EF-inf (the model keeps every linearisation, aggregated) or AGM-EF-1.
-    tol : float
-        Stop when the certified gap ``J - D`` is at most ``tol``.
-    max_iter : int
-    gamma_u, gamma_d : float
-        Factors by which the Lipschitz estimate grows on a rejected trial and shrinks before
-        each iteration (the estimate may decrease, §2.4).
-    check_every : int
-        Iterations between certificates (each may cost an exact oracle pass).
-    stall_checks : int or None
-        End the run, unconverged, once the best gap after ``k >= stall_checks`` certificates
-        is more than 0.9 of the best after ``k // 2`` and at most ``stall_gap``: AGM's own
-        error falls as ``1/k^2`` (or geometrically, strongly convex), so a gap that doubling
-        the iterations lowers by less than 10% is the smoothing's bias
-        (:func:`agm_structured`'s continuation then smooths less). None: run on.
-    stall_gap : float
-        The gap a stalled run must have reached (a warm-started run must first beat its
-        start, whose own dual point it lacks).
-    verbose : int
-    desc : str
-    """
+    ``oracle`` has attributes ``x0`` (start), ``strong`` (``lambda_2``, the modulus of ``Psi``),
+    ``lipschitz0`` (an optimistic estimate of the Lipschitz constant of ``grad f``) and methods
+    ``image(x)`` (the linear map through which ``f`` sees ``x``, e.g. ``X x``; the identity where
+    there is none), ``gradient(u, image_u) -> (f(u), grad f(u), by)`` (``by``: a tuple of arrays
+    or floats, the dual by-products averaged into the certificate), ``value(x, image_x) -> (F(x),
+    info)``, ``psi(x)``, ``model_min(p, c) = argmin_x c/2 ||x||^2 - <p, x> + Psi(x)`` and
+    ``certificate(x, info, by_average) -> (primal, dual, coef, intercept, dual_coef)``.
+    ``memory`` ``"inf"`` is AGM-EF-inf (the model keeps every linearisation, aggregated), ``"1"``
+    AGM-EF-1. Stops when the certified gap ``J - D`` is at most ``tol`` or after ``max_iter``
+    (int). ``gamma_u``, ``gamma_d`` (float): factors by which the Lipschitz estimate grows on a
+    rejected trial and shrinks before each iteration (the estimate may decrease, §2.4).
+    ``check_every`` (int): iterations between certificates (each may cost an exact oracle pass).
+    ``stall_checks`` (int or None): end the run, unconverged, once the best gap after ``k >=
+    stall_checks`` certificates is more than 0.9 of the best after ``k // 2`` and at most
+    ``stall_gap`` (float; a warm-started run must first beat its start, whose own dual point it
+    lacks): AGM's own error falls as ``1/k^2`` (or geometrically, strongly convex), so a gap that
+    doubling the iterations lowers by less than 10% is the smoothing's bias
+    (:func:`agm_structured`'s continuation then smooths less); None: run on. ``verbose`` (int),
+    ``desc`` (str)."""
     if memory not in MEMORIES:
         raise ValueError(f"memory must be one of {MEMORIES}, got {memory!r}.")
     if not (gamma_u > 1 and gamma_d >= 1):
@@ -484,41 +462,21 @@ def agm(X, y, alpha, *, formulation="primal", loss="hinge", fit_intercept=False,
     unregularised bias if ``fit_intercept``; spec 001 eq. (1)-(3)) or the F1-score structured
     loss (§1.3, Example 3).
 
-    Parameters
-    ----------
-    X : ndarray or sparse matrix of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-        Labels in ``{-1, +1}``.
-    alpha : float
-        ``lambda`` (LinearSVC's ``C = 1 / (alpha n)`` for the hinge).
-    formulation : {"primal", "dual"}
-        ``"primal"``: AGM on the smoothed primal ``J_mu`` (§3.2). ``"dual"``: AGM on the SVM
-        dual (§3.3 with ``mu = 0``, i.e. §3.5), hinge loss only.
-    loss : {"hinge", "f1"}
-    fit_intercept : bool
-        Unregularised bias (hinge only; ``Q2`` gains the hyperplane ``<y, a> = 0``).
-    memory : {"inf", "1"}
-        AGM-EF-inf or AGM-EF-1.
-    mu : float or None
-        Smoothing of the primal formulation; None picks it so that the smoothing costs at
-        most ``tol / 2`` (``mu D = tol / 2``, §5.2): ``n tol`` for the hinge,
-        ``tol / (2 n log 2)`` for F1.
-    tol : float
-        Target certified duality gap ``J(w) - D(a)`` (absolute).
-    max_iter : int
-    gamma_d : float
-        Factor by which the Lipschitz estimate shrinks before each iteration (spec 001
-        Algorithm 2; the paper's 2 halves it, so most iterations pay a rejected trial, i.e.
-        two more products with ``X``). 1.2 by measurement: relative suboptimality 1e-6 on
-        a9a in 6,720 trials instead of 9,780 (12.2 vs 17.5 CPU s), on the synthetic
-        10,000 x 2,000 problem 2.7 vs 3.5 s.
-    verbose : int
-
-    Returns
-    -------
-    AGMResult
-        ``coef`` of shape (n_features,), ``intercept``, ``gap``, ``n_iter``, ``history``.
-    """
+    ``X`` (n_samples, n_features), ndarray or sparse; ``y`` (n_samples,) in ``{-1, +1}``;
+    ``alpha`` is ``lambda`` (LinearSVC's ``C = 1 / (alpha n)`` for the hinge). ``formulation``:
+    ``"primal"``, AGM on the smoothed primal ``J_mu`` (§3.2), or ``"dual"``, AGM on the SVM dual
+    (§3.3 with ``mu = 0``, i.e. §3.5), hinge loss only. ``loss`` in ``{"hinge", "f1"}``.
+    ``fit_intercept``: unregularised bias (hinge only; ``Q2`` gains the hyperplane ``<y, a> =
+    0``). ``memory`` ``"inf"`` or ``"1"``: AGM-EF-inf or AGM-EF-1. ``mu`` (float or None):
+    smoothing of the primal formulation; None picks it so that the smoothing costs at most ``tol
+    / 2`` (``mu D = tol / 2``, §5.2): ``n tol`` for the hinge, ``tol / (2 n log 2)`` for F1.
+    ``tol``: target certified duality gap ``J(w) - D(a)`` (absolute); ``max_iter`` (int).
+    ``gamma_d``: factor by which the Lipschitz estimate shrinks before each iteration (spec 001
+    Algorithm 2; the paper's 2 halves it, so most iterations pay a rejected trial, i.e. two more
+    products with ``X``); 1.2 by measurement: relative suboptimality 1e-6 on a9a in 6,720 trials
+    instead of 9,780 (12.2 vs 17.5 CPU s), on the synthetic 10,000 x 2,000 problem 2.7 vs 3.5 s.
+    ``verbose`` (int). Returns an :class:`AGMResult`: ``coef`` of shape (n_features,),
+    ``intercept``, ``gap``, ``n_iter``, ``history``."""
     X = X.tocsr() if sp.issparse(X) else np.asarray(X, dtype=float)
     y = np.ascontiguousarray(y, dtype=float)
     n = y.shape[0]
@@ -600,41 +558,27 @@ def agm_structured(problem, penalty, mu, *, memory="inf", tol=1e-3, max_iter=100
     objective of spec 002 eq. (1), ``r`` the L2 penalty ``alpha/2 ||w||^2`` or an elastic net
     (spec 001 Example 6: the composite's model step is the soft-threshold).
 
-    Parameters
-    ----------
-    problem : Problem
-    penalty : Penalty or float
-        The penalty (any :class:`~sklearn_ssvm.penalties.Penalty`: the model step is its
-        ``model_min``, the certificate its conjugate), or ``lambda`` of the L2 penalty.
-    mu : float
-        Entropy smoothing ``> 0`` (the first stage's, with ``continuation``); the certified gap
-        cannot fall below the smoothing's bias.
-    memory : {"inf", "1"}
-    tol : float
-        Target certified gap of the non-smooth objective.
-    max_iter : int
-        Iterations, all stages together.
-    check_every : int
-        Iterations between certificates (one max-oracle pass each).
-    continuation : bool
-        Smooth less whenever the gap stalls above ``tol``: the run stops once doubling its
-        iterations lowers the gap by less than 10% (``agm_solve``'s ``stall_checks``; halving
-        it, the rule ended runs at small ``mu`` that were still descending), and a new run
-        at ``mu / CONTINUATION_FACTOR`` starts from its best point (the prox-centre ``x0``),
-        until the gap is within ``tol``, ``max_iter`` is spent or ``mu`` reaches
-        ``SMOOTHING_FLOOR`` of its start. Each run's certificate bounds the same non-smooth
-        objective, so the best primal and the best dual point of all runs make the gap. A
-        constant ``mu`` converges to the smoothed problem, whose gap stalls near ``mu/3`` of
-        ``loss_scale`` on tiny chains; the stages reach the SSVM's optimum and its zeros.
-    n_jobs, cluster, n_partitions
-        As in :func:`~sklearn_ssvm.solvers.bmrm.bmrm`, for the sums over the examples.
-    verbose : int
+    ``problem`` (Problem); ``penalty``: any :class:`~sklearn_ssvm.penalties.Penalty` (the model
+    step is its ``model_min``, the certificate its conjugate), or a float, ``lambda`` of the L2
+    penalty. ``mu``: entropy smoothing ``> 0`` (the first stage's, with ``continuation``); the
+    certified gap cannot fall below the smoothing's bias. ``memory`` ``{"inf", "1"}``; ``tol``:
+    target certified gap of the non-smooth objective; ``max_iter`` (int): iterations, all stages
+    together; ``check_every`` (int): iterations between certificates (one max-oracle pass each).
+    ``n_jobs``, ``cluster``, ``n_partitions`` as in :func:`~sklearn_ssvm.solvers.bmrm.bmrm`, for
+    the sums over the examples; ``verbose`` (int).
 
-    Returns
-    -------
-    AGMResult
-        History records add ``mu``, the stage's smoothing; ``gap`` is the best of all stages.
-    """
+    ``continuation`` (bool): smooth less whenever the gap stalls above ``tol``: the run stops once
+    doubling its iterations lowers the gap by less than 10% (``agm_solve``'s ``stall_checks``;
+    halving it, the rule ended runs at small ``mu`` that were still descending), and a new run
+    at ``mu / CONTINUATION_FACTOR`` starts from its best point (the prox-centre ``x0``),
+    until the gap is within ``tol``, ``max_iter`` is spent or ``mu`` reaches
+    ``SMOOTHING_FLOOR`` of its start. Each run's certificate bounds the same non-smooth
+    objective, so the best primal and the best dual point of all runs make the gap. A
+    constant ``mu`` converges to the smoothed problem, whose gap stalls near ``mu/3`` of
+    ``loss_scale`` on tiny chains; the stages reach the SSVM's optimum and its zeros.
+
+    Returns an :class:`AGMResult`, whose history records add ``mu``, the stage's smoothing;
+    ``gap`` is the best of all stages."""
     if not mu > 0:
         raise ValueError(f"mu must be > 0, got {mu!r}.")
     penalty = as_penalty(penalty)
@@ -699,14 +643,8 @@ capabilities.register("agm-cluster", replace(
 class AGM(Solver):
     """:func:`agm_structured` behind the :class:`~sklearn_ssvm.solvers.base.Solver` protocol.
 
-    Parameters
-    ----------
-    mu : float
-        Entropy smoothing ``> 0``.
-    **settings
-        The other keyword arguments of :func:`agm_structured`. It has no warm start
-        (declared): ``warm`` must be None.
-    """
+    ``mu`` (float): entropy smoothing ``> 0``; ``**settings``: the other keyword arguments of
+    :func:`agm_structured`. It has no warm start (declared): ``warm`` must be None."""
 
     @property
     def capabilities(self):
@@ -765,17 +703,9 @@ def agm_elastic_net(X, y, alpha=1.0, l1_ratio=0.5, *, memory="inf", tol=1e-8, ma
 
     Minimises scikit-learn's ``ElasticNet`` objective (no intercept)
     ``||y - X w||^2 / (2n) + alpha l1_ratio ||w||_1 + alpha (1 - l1_ratio)/2 ||w||^2``.
-
-    Parameters
-    ----------
-    X : ndarray or sparse matrix of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-    alpha : float
-    l1_ratio : float
-        In ``[0, 1)``: the l2 part makes ``Psi`` strongly convex and the dual finite.
-    memory, tol, max_iter, verbose
-        As in :func:`agm`.
-    """
+    ``X`` (n_samples, n_features), ndarray or sparse; ``y`` (n_samples,); ``alpha`` (float);
+    ``l1_ratio`` in ``[0, 1)`` (the l2 part makes ``Psi`` strongly convex and the dual finite);
+    ``memory``, ``tol``, ``max_iter``, ``verbose`` as in :func:`agm`."""
     X = X.tocsr() if sp.issparse(X) else np.asarray(X, dtype=float)
     return agm_solve(LeastSquaresElasticNet(X, np.asarray(y, dtype=float), alpha, l1_ratio),
                      memory=memory, tol=tol, max_iter=max_iter, verbose=verbose, desc="AGM-enet")

@@ -127,20 +127,9 @@ def keep_primal_rescale(state, rho, vertex):
     In label space ``M_i <- rho M_i + (1 - rho) S(y_i)``, ``Q_i`` likewise and
     ``ell_i <- rho ell_i`` (``L_i(y_i) = 0``). At ``alpha_new = rho * alpha_old`` the weights
     ``w`` and every ``w_i`` are unchanged, and each block gap moves by ``(1 - rho) delta_i``
-    (eq. (12)): ``g_i(new) = g_i(old) + (1 - rho) delta_i``.
-
-    Parameters
-    ----------
-    state : DualState
-    rho : float
-        ``alpha_new / alpha_old``, in ``(0, 1]``.
-    vertex : DualState
-        ``DualState.at_labels(problem)``: rows ``S(y_i)``, ``q(y_i)``.
-
-    Returns
-    -------
-    DualState
-    """
+    (eq. (12)): ``g_i(new) = g_i(old) + (1 - rho) delta_i``. ``rho = alpha_new / alpha_old`` in
+    ``(0, 1]``; ``vertex`` is ``DualState.at_labels(problem)`` (rows ``S(y_i)``, ``q(y_i)``).
+    Returns the new DualState."""
     if not 0.0 < rho <= 1.0:
         raise ValueError(f"rho must be in (0, 1], got {rho!r}.")
     return DualState(rho * state.M + (1.0 - rho) * vertex.M,
@@ -190,27 +179,13 @@ def transfer_blocks(problem, source, state, atoms=None, target=None):
     examples on the margin only sum to the optimum), and blocks mixed from several fits can
     add up to weights far from any of them.
 
-    Parameters
-    ----------
-    problem : Problem or GraphProblem
-        All the examples.
-    source : ndarray of int
-        Sorted indices, in ``problem``, of the fit's examples (its problem was
-        ``problem.subset(source)``).
-    state : DualState
-        The fit's dual state.
-    atoms : ActiveSets or None, default=None
-        Its atoms (None for Frank-Wolfe steps without a cache).
-    target : ndarray of int or None, default=None
-        Sorted indices of the examples to move the point to; None: all of ``problem``.
-
-    Returns
-    -------
-    state : DualState
-        ``M_i`` and ``Q_i`` (expectations) as they are, ``ell_i`` rescaled from the block's
-        share ``1 / block_n`` of the fit's mean loss to its share in the target.
-    atoms : ActiveSets or None
-    """
+    ``problem`` (Problem or GraphProblem): all the examples; ``source`` (int array): sorted
+    indices, in ``problem``, of the fit's examples (its problem was ``problem.subset(source)``);
+    ``state``, ``atoms``: the fit's DualState and ActiveSets (None for Frank-Wolfe steps without a
+    cache); ``target``: sorted indices of the examples to move the point to, None (default) for
+    all of ``problem``. Returns ``(state, atoms)``: ``M_i`` and ``Q_i`` (expectations) as they
+    are, ``ell_i`` rescaled from the block's share ``1 / block_n`` of the fit's mean loss to its
+    share in the target; the moved ActiveSets or None."""
     problem = label_space(problem)
     full = DualState.at_labels(problem)
     rows = problem.tok_offsets
@@ -574,83 +549,58 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
 
     Each pass makes up to ``n`` steps, each on one block with the exact line search of spec 002
     §2. The exact duality gap (a certificate: ``P(w) - P* <= gap``) is computed every
-    ``gap_check`` passes, after the last one, and whenever the block-gap estimates sum below
-    ``0.8 tol`` (the pass then stops early); the solver stops once it is ``<= tol``. Exact gap
-    passes refresh every block's gap estimate.
+    ``gap_check`` passes (the paper's 10), after the last one, and whenever the block-gap
+    estimates sum below ``0.8 tol`` (the pass then stops early); the solver stops once it is
+    ``<= tol`` (on the scale of eq. (1)) or after ``max_iter`` passes. Exact gap passes refresh
+    every block's gap estimate. ``problem``: packed training data (``structure.prepare(X, Y)``).
 
-    Parameters
-    ----------
-    problem : Problem
-        Packed training data (``structure.prepare(X, Y)``).
-    penalty : ElasticNet or float
-        The penalty ``r(w) = (c/2) ||w||^2 + l1 ||w||_1`` (no linear term); a float ``alpha``
-        is ``lambda`` of spec 002 eq. (1), the L2 penalty ``alpha/2 ||w||^2``. With ``l1 > 0``
-        the steps' line searches are exact on the elastic-net dual and ``coef`` is
-        ``soft(v, l1 / c)`` (exact zeros); box constraints are then not supported.
-    max_iter : int
-        Maximum number of passes over the data.
-    tol : float
-        Target exact duality gap, on the scale of eq. (1).
-    gap_check : int
-        Passes between exact gap computations (the paper's 10).
-    sampling : {"gap", "uniform", "perm"}
-        How blocks are picked: proportionally to their last computed gap (spec 002 Alg. 2,
-        unvisited blocks first), uniformly at random, or in a random permutation each pass.
-    step : {"fw", "pairwise", "away"}
-        Frank-Wolfe steps (Alg. 1), block pairwise steps (Alg. 3: mass moves from the worst
-        active labeling to the oracle's) or away steps (Alg. 4). The last two keep each block's
-        active set of labelings and converge linearly in practice (spec 002 §4).
-    cache : bool
-        Keep up to ``cache_size`` labelings per block and step towards the best cached one
-        instead of calling the oracle when its gap is at least ``cache_F`` times the block's
-        last oracle gap and ``cache_nu / n`` times the last exact gap (spec 002 §5, Alg. 5).
-        Cache hits are not oracle calls. With pairwise or away steps the cache and the active
-        sets are one store (active labelings are never evicted).
-    cache_size, cache_F, cache_nu : int, float, float
-        The paper's 50, 0.25 and 0.01.
-    max_active : int or None
-        Cap on the labelings a block keeps (its active set, and with ``cache`` its cached
-        corners; ``max(max_active, cache_size)`` with a cache). The store starts at 8 per
-        block (``cache_size`` with a cache) and doubles while some block fills it; at the cap,
-        a corner that would join a full active set waits, and the block takes a pairwise step
-        from its worst active atom to its best, whose drops free slots. Memory is then at most
-        ``cap * (n_label_variables * 4 + n * 8)`` bytes. None: no cap.
-    bounds : (lower, upper) or None
-        Box constraints ``lower <= w <= upper`` (scalars or arrays of ``n_params``, +-inf
-        allowed), e.g. non-negative pairwise weights for graph-cut oracles (spec 002 §7). The
-        dual keeps the unclipped ``v``; the oracle and the returned ``coef`` use ``clip(v)``.
-        L2 penalty only.
-    averaging : bool
-        Return (and certify) the weighted average of the iterates, iterate ``k`` weighted by
-        ``k`` (Lacoste-Julien et al. 2013). The averaged dual point is feasible, so its
-        duality gap is exact too.
-    random_state : numpy Generator, RandomState, int or None
-    certify : bool
-        With False, stop as soon as the blocks' (stale) gap estimates sum below ``tol``,
-        without the final exact pass: no guarantee (the heuristic path of spec 002 §8.4). The
-        periodic exact checks still run; ``certificate`` is the last of them, or None.
-    init : DualState or None
-        Warm start from this dual point (its ``w`` is recomputed at ``penalty``).
-    init_active_sets : ActiveSets or None
-        The atoms of ``init``; required to warm start pairwise or away steps.
-    init_estimates : ndarray or None
-        Block gap estimates at ``init`` (default: unknown, ``+inf``, so every block is visited
-        before gap sampling starts).
-    n_jobs : int or None
-        Threads of the batched exact-gap passes and, where ``parallel_steps`` allows, of the
-        block steps (``_Steps.parallel_pass``: each thread steps its own blocks on the shared
-        weights, the dual stays feasible and the certificates exact, the fit is not
-        reproducible bit for bit). With one thread, the sequential steps.
-    verbose : int
-        Progress bar with the current gap when > 0.
+    ``penalty`` (ElasticNet or float): ``r(w) = (c/2) ||w||^2 + l1 ||w||_1`` (no linear term); a
+    float ``alpha`` is ``lambda`` of spec 002 eq. (1), the L2 penalty ``alpha/2 ||w||^2``. With
+    ``l1 > 0`` the steps' line searches are exact on the elastic-net dual and ``coef`` is
+    ``soft(v, l1 / c)`` (exact zeros); box constraints are then not supported.
 
-    Returns
-    -------
-    BCFWResult
-        ``coef`` and ``certificate`` belong to the certified point (the average with
-        ``averaging``), ``state`` is the last iterate (to warm start from), ``gap_estimates``
-        the last known gap of each block at the last iterate (exact after an exact check).
-    """
+    ``sampling``: blocks are picked proportionally to their last computed gap (``"gap"``, spec
+    002 Alg. 2, unvisited blocks first), uniformly at random (``"uniform"``), or in a random
+    permutation each pass (``"perm"``). ``step``: Frank-Wolfe steps (``"fw"``, Alg. 1), block
+    pairwise steps (``"pairwise"``, Alg. 3: mass moves from the worst active labeling to the
+    oracle's) or away steps (``"away"``, Alg. 4); the last two keep each block's active set of
+    labelings and converge linearly in practice (spec 002 §4).
+
+    ``cache``: keep up to ``cache_size`` labelings per block and step towards the best cached
+    one instead of calling the oracle when its gap is at least ``cache_F`` times the block's
+    last oracle gap and ``cache_nu / n`` times the last exact gap (spec 002 §5, Alg. 5; the
+    paper's 50, 0.25 and 0.01). Cache hits are not oracle calls. With pairwise or away steps the
+    cache and the active sets are one store (active labelings are never evicted).
+    ``max_active`` (int or None, no cap): cap on the labelings a block keeps (its active set,
+    and with ``cache`` its cached corners; ``max(max_active, cache_size)`` with a cache). The
+    store starts at 8 per block (``cache_size`` with a cache) and doubles while some block fills
+    it; at the cap, a corner that would join a full active set waits, and the block takes a
+    pairwise step from its worst active atom to its best, whose drops free slots. Memory is then
+    at most ``cap * (n_label_variables * 4 + n * 8)`` bytes.
+
+    ``bounds`` ((lower, upper) or None): box constraints ``lower <= w <= upper`` (scalars or
+    arrays of ``n_params``, +-inf allowed), e.g. non-negative pairwise weights for graph-cut
+    oracles (spec 002 §7); the dual keeps the unclipped ``v``, the oracle and the returned
+    ``coef`` use ``clip(v)``; L2 penalty only. ``averaging``: return (and certify) the weighted
+    average of the iterates, iterate ``k`` weighted by ``k`` (Lacoste-Julien et al. 2013); the
+    averaged dual point is feasible, so its duality gap is exact too. ``random_state``: numpy
+    Generator, RandomState, int or None. ``certify=False``: stop as soon as the blocks' (stale)
+    gap estimates sum below ``tol``, without the final exact pass: no guarantee (the heuristic
+    path of spec 002 §8.4); the periodic exact checks still run and ``certificate`` is the last
+    of them, or None.
+
+    Warm start: ``init`` (DualState or None; its ``w`` is recomputed at ``penalty``), its atoms
+    ``init_active_sets`` (required to warm start pairwise or away steps) and ``init_estimates``,
+    the block gap estimates at ``init`` (default: unknown, ``+inf``, so every block is visited
+    before gap sampling starts). ``n_jobs`` (int or None): threads of the batched exact-gap
+    passes and, where ``parallel_steps`` allows, of the block steps (``_Steps.parallel_pass``:
+    each thread steps its own blocks on the shared weights, the dual stays feasible and the
+    certificates exact, the fit is not reproducible bit for bit); with one thread, the sequential
+    steps. ``verbose > 0``: progress bar with the current gap.
+
+    Returns a BCFWResult: ``coef`` and ``certificate`` belong to the certified point (the average
+    with ``averaging``), ``state`` is the last iterate (to warm start from), ``gap_estimates`` the
+    last known gap of each block at the last iterate (exact after an exact check)."""
     rng = generator(random_state)
     n = problem.n_samples
     penalty = as_penalty(penalty)
@@ -804,13 +754,9 @@ def bcfw(problem, penalty, *, max_iter=100, tol=1e-2, gap_check=10, sampling="ga
 class BCFW(Solver):
     """:func:`bcfw` behind the :class:`~sklearn_ssvm.solvers.base.Solver` protocol.
 
-    Parameters
-    ----------
-    **settings
-        Keyword arguments of :func:`bcfw` (``max_iter``, ``tol``, ``step``, ...), but not its
-        ``init*`` ones: ``solve(..., warm=result)`` continues from a previous
-        :class:`BCFWResult`'s ``state``, ``active_sets`` and ``gap_estimates``.
-    """
+    ``**settings``: keyword arguments of :func:`bcfw` (``max_iter``, ``tol``, ``step``, ...), but
+    not its ``init*`` ones: ``solve(..., warm=result)`` continues from a previous
+    :class:`BCFWResult`'s ``state``, ``active_sets`` and ``gap_estimates``."""
 
     capabilities = capabilities.register("bcfw", capabilities.Capabilities(
         name="BCFWStructuredSVM", options=("elastic_net", "away", "averaging", "bounds", "box",

@@ -130,49 +130,24 @@ def bcfw_cluster(client, problem, penalty, *, n_partitions=None, local_passes=1,
                  max_active=64, random_state=None):
     """Minimise ``(c/2) ||w||^2 + mean_i H~_i(w)`` by BCFW on a dask cluster (see the module).
 
-    Parameters
-    ----------
-    client : distributed.Client
-        The cluster's client.
-    problem : Problem
-        The packed training data (``structure.prepare(X, Y)``) of a compiled structure,
-        without sample weights; its partitions are sent to the workers once.
-    penalty : ElasticNet or float
-        The L2 penalty (``alpha`` or ``ElasticNet(alpha)``).
-    n_partitions : int or None
-        Partitions of the examples (contiguous shares); None: one per worker.
-    local_passes : int
-        BCFW passes each partition runs per round.
-    max_iter : int
-        Rounds at most.
-    tol : float
-        Target exact duality gap, on the objective's scale.
-    gap_check : int
-        Rounds between exact certificates (and after the last).
-    step : {"pairwise", "fw", "away"}
-        The local steps (see :func:`~sklearn_ssvm.solvers.bcfw.bcfw`).
-    sampling : {"gap", "uniform", "perm"}
-        How each partition picks its blocks (see :func:`~sklearn_ssvm.solvers.bcfw.bcfw`).
-    max_active : int or None
-        Cap on each block's atoms (None: no cap).
-    random_state : int, Generator or None
-        Seeds the partitions' samplers.
+    ``client``: the cluster's ``distributed.Client``. ``problem``: the packed training data
+    (``structure.prepare(X, Y)``) of a compiled structure, without sample weights; its partitions
+    are sent to the workers once. ``penalty``: the L2 penalty (``alpha`` or ``ElasticNet(alpha)``).
+    ``n_partitions`` (int or None: one per worker): partitions of the examples (contiguous
+    shares); ``local_passes``: BCFW passes each partition runs per round; ``max_iter``: rounds at
+    most; ``tol``: target exact duality gap, on the objective's scale; ``gap_check``: rounds
+    between exact certificates (and after the last). ``step`` (``"pairwise"``, ``"fw"``,
+    ``"away"``): the local steps, and ``sampling`` (``"gap"``, ``"uniform"``, ``"perm"``): how each
+    partition picks its blocks (see :func:`~sklearn_ssvm.solvers.bcfw.bcfw`); ``max_active``: cap
+    on each block's atoms (None: no cap); ``random_state`` (int, Generator or None) seeds the
+    partitions' samplers.
 
-    Returns
-    -------
-    BCFWResult
-        ``coef`` the certified weights, with the exact gap of the dual point on the cluster;
-        the dual blocks stay on the workers (``state`` and ``active_sets`` are None).
-
-    Raises
-    ------
-    ValueError
-        For what ``capabilities.SOLVERS["bcfw-cluster"]`` refuses (graphs, the elastic net,
-        sample weights), with its declared message, before anything is sent.
-    RuntimeError
-        When a worker is lost (or a task fails) mid-fit: the dual blocks of its partitions are
-        gone with it, and no certified model can be returned from the rest.
-    """
+    Returns a BCFWResult: ``coef`` the certified weights, with the exact gap of the dual point on
+    the cluster; the dual blocks stay on the workers (``state`` and ``active_sets`` are None).
+    Raises ValueError for what ``capabilities.SOLVERS["bcfw-cluster"]`` refuses (graphs, the
+    elastic net, sample weights), with its declared message, before anything is sent;
+    RuntimeError when a worker is lost (or a task fails) mid-fit: the dual blocks of its
+    partitions are gone with it, and no certified model can be returned from the rest."""
     penalty = as_penalty(penalty)
     asked = {"elastic_net": penalty.l1 > 0, "sample_weight": problem.weighted}
     capabilities.check("bcfw-cluster", problem, [option for option, on in asked.items() if on])
@@ -268,15 +243,10 @@ def current_client():
 class BCFWCluster(Solver):
     """:func:`bcfw_cluster` behind the :class:`~sklearn_ssvm.solvers.base.Solver` protocol.
 
-    Parameters
-    ----------
-    client : distributed.Client or None
-        The cluster's client; None: :func:`current_client` when ``solve`` starts.
-    **settings
-        The other keyword arguments of :func:`bcfw_cluster` (``n_partitions``, ``max_iter``,
-        ``tol``, ``step``, ...). A fit starts cold: the dual blocks of a previous fit stayed on
-        the workers of its round (``capabilities.warm_start`` is False).
-    """
+    ``client`` (distributed.Client or None): the cluster's client; None: :func:`current_client`
+    when ``solve`` starts. ``**settings``: the other keyword arguments of :func:`bcfw_cluster`
+    (``n_partitions``, ``max_iter``, ``tol``, ``step``, ...). A fit starts cold: the dual blocks
+    of a previous fit stayed on the workers of its round (``capabilities.warm_start`` is False)."""
 
     capabilities = capabilities.register("bcfw-cluster", capabilities.Capabilities(
         name="BCFWStructuredSVM(cluster=True)",

@@ -39,18 +39,9 @@ def block_deltas(problem, state, coef, vertex=None):
 
     ``alpha <w, w_i> = (<w, phi(x_i, y_i)> - E_{alpha_i} <w, phi(x_i, .)>) / n`` does not depend
     on ``alpha`` given ``w`` and needs no oracle call. Equivalently
-    ``delta_i = (1/n) sum_y alpha_i(y) H_i(y; w) = H~_i(w) / n - g_i``.
-
-    Parameters
-    ----------
-    problem : Problem
-    state : DualState
-        The dual point ``alpha``.
-    coef : ndarray
-        ``w`` (normally ``w(alpha)``).
-    vertex : DualState or None
-        ``DualState.at_labels(problem)`` if already computed.
-    """
+    ``delta_i = (1/n) sum_y alpha_i(y) H_i(y; w) = H~_i(w) / n - g_i``. ``state`` (DualState) is
+    the dual point ``alpha``, ``coef`` is ``w`` (normally ``w(alpha)``), ``vertex`` is
+    ``DualState.at_labels(problem)`` if already computed, else None."""
     problem = label_space(problem)
     if vertex is None:
         vertex = DualState.at_labels(problem)
@@ -77,29 +68,16 @@ def check_zero_loss(problem):
 class PathStart:
     """The first breakpoint of the path (Alg. 6).
 
-    Attributes
-    ----------
-    alpha : float
-        ``lambda^inf = (||psi~||^2 + mean_i theta_i) / (kappa eps)``; 0 when degenerate.
-    state : DualState
-        ``alpha^inf``: block ``i`` is the vertex ``y~_i = argmax_y L_i(y)``.
-    coef : ndarray
-        ``w^inf = psi~ / lambda^inf`` (zeros when degenerate).
-    gap_bounds : ndarray of shape (n_samples,)
-        ``g^_i = theta_i / (n lambda^inf) + lambda^inf <w_i, w>``: upper bounds on the block gaps
-        at ``lambda^inf``, summing to ``kappa eps``.
-    bound : float
-        ``||psi~||^2 + mean_i theta_i``: for every ``alpha >= lambda^inf`` the gap of
-        ``alpha^inf`` with ``w = (lambda^inf / alpha) w^inf`` is at most ``bound / alpha``
-        (eq. (11)).
-    psi_mean : ndarray
-        ``psi~ = (1/n) sum_i psi_i(y~_i)``.
-    theta : ndarray of shape (n_samples,)
-        ``theta_i = max_y -<psi~, psi_i(y)>`` (plain decoding at ``w = psi~``).
-    n_oracle_calls : int
-    labels : ndarray of int32
-        ``y~``, packed like ``problem.y``.
-    """
+    ``alpha`` (float): ``lambda^inf = (||psi~||^2 + mean_i theta_i) / (kappa eps)``, 0 when
+    degenerate. ``state`` (DualState): ``alpha^inf``, block ``i`` the vertex ``y~_i = argmax_y
+    L_i(y)``. ``coef``: ``w^inf = psi~ / lambda^inf`` (zeros when degenerate). ``gap_bounds``
+    (n_samples,): ``g^_i = theta_i / (n lambda^inf) + lambda^inf <w_i, w>``, upper bounds on the
+    block gaps at ``lambda^inf``, summing to ``kappa eps``. ``bound`` (float): ``||psi~||^2 +
+    mean_i theta_i``: for every ``alpha >= lambda^inf`` the gap of ``alpha^inf`` with ``w =
+    (lambda^inf / alpha) w^inf`` is at most ``bound / alpha`` (eq. (11)). ``psi_mean``: ``psi~ =
+    (1/n) sum_i psi_i(y~_i)``. ``theta`` (n_samples,): ``theta_i = max_y -<psi~, psi_i(y)>`` (plain
+    decoding at ``w = psi~``). ``n_oracle_calls`` (int). ``labels`` (int32): ``y~``, packed like
+    ``problem.y``."""
 
     alpha: float
     state: DualState
@@ -120,18 +98,11 @@ def initialize_path(problem, eps, kappa, vertex=None):
     and ``theta_i = max_y -<psi~, psi_i(y)>`` (one plain decoding pass at ``w = psi~``),
     eq. (11) bounds the duality gap of ``(alpha^inf, alpha, w = psi~ / alpha)`` by
     ``(||psi~||^2 + mean theta) / alpha`` for every ``alpha``; ``lambda^inf`` makes it
-    ``kappa eps`` (Alg. 6 line 12, errata 3: ``kappa eps``, not ``eps``).
+    ``kappa eps`` (Alg. 6 line 12, errata 3: ``kappa eps``, not ``eps``; both floats).
 
     Degenerate case: when ``||psi~||^2 + mean theta`` vanishes (to rounding) ``w = 0`` is
-    optimal for every ``alpha`` with a zero gap; ``alpha`` is then 0.
-
-    Parameters
-    ----------
-    problem : Problem
-    eps, kappa : float
-    vertex : DualState or None
-        ``DualState.at_labels(problem)`` if already computed.
-    """
+    optimal for every ``alpha`` with a zero gap; ``alpha`` is then 0. ``vertex`` is
+    ``DualState.at_labels(problem)`` if already computed, else None."""
     problem = label_space(problem)
     n = problem.n_samples
     if vertex is None:

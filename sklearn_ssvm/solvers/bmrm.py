@@ -41,18 +41,12 @@ class BMRMResult(SolverResult):
     ``objective`` is ``J(coef)``, ``dual_objective`` the last model's value ``J_t(w_t) <= min J``
     and ``duality_gap`` their difference; ``n_iter`` and ``n_oracle_calls`` count the cuts (one
     risk evaluation each). History records: ``objective`` is ``J(w_{t-1})``, where the cut was
-    taken, ``dual_objective`` ``J_t(w_t)``, ``gap`` ``eps_t``.
-
-    Attributes
-    ----------
-    cuts : list of ndarray
-        The bundle's rows ``a_i`` in blocks of at most :data:`CUT_ROWS` rows each, as the
-        model kept them (``np.vstack(cuts)`` is the matrix; joining them would copy every cut
-        at the end of a fit); ls-bmrm keeps its aggregated cut only.
-    offsets : ndarray
-        The offsets ``b_i``. Every cut lower-bounds ``R_emp`` whatever ``alpha``, so a later
-        run on the same data can start from the bundle.
-    """
+    taken, ``dual_objective`` ``J_t(w_t)``, ``gap`` ``eps_t``. ``cuts`` (list of ndarray): the
+    bundle's rows ``a_i`` in blocks of at most :data:`CUT_ROWS` rows each, as the model kept them
+    (``np.vstack(cuts)`` is the matrix; joining them would copy every cut at the end of a fit);
+    ls-bmrm keeps its aggregated cut only. ``offsets`` (ndarray): the offsets ``b_i``. Every cut
+    lower-bounds ``R_emp`` whatever ``alpha``, so a later run on the same data can start from the
+    bundle."""
 
     cuts: list
     offsets: np.ndarray
@@ -171,36 +165,18 @@ def bundle_method(oracle, coef0, alpha, *, variant="qp", tol=1e-3, max_iter=1000
                   offsets=None, inner_tol=None, verbose=0, desc="BMRM"):
     """BMRM (spec 003 §2.1, eq. (3), (4), (10)) for any risk oracle.
 
-    Parameters
-    ----------
-    oracle : callable
-        ``oracle(w) -> (R, a, b)``: the risk ``R = R_emp(w)``, a subgradient ``a`` and the
-        offset ``b = R - <w, a>`` of the cut at ``w`` (given separately so it can be computed
-        without cancellation, e.g. as a mean loss).
-    coef0 : ndarray of shape (n_params,)
-        ``w_0``, where the first cut is taken.
-    alpha : float
-        Regularisation ``lambda > 0``.
-    variant : {"qp", "ls"}
-        qp-bmrm (the model QP over all cuts, solved to high accuracy) or ls-bmrm (the line
-        search between the aggregated cut and the new one, spec 003 §2.2).
-    tol : float
-        Stop when ``eps_t = min_t' J(w_t') - J_t(w_t) <= tol``.
-    max_iter : int
-        Maximum number of oracle calls.
-    cuts : list of ndarray, ndarray or None
-        The cuts of an earlier run on the same risk (``BMRMResult.cuts``: blocks of rows, or
-        one matrix of rows).
-    offsets : ndarray or None
-        Their offsets (``BMRMResult.offsets``).
-    inner_tol : float or None
-        Accuracy (on the scale of ``J``) to which qp-bmrm solves its model QP; None: 1% of the
-        current gap, at least ``tol / 1000``. The lower bound is valid at any accuracy.
-    verbose : int
-        Progress bar with the gap when > 0.
-    desc : str
-        Progress bar label.
-    """
+    ``oracle(w) -> (R, a, b)``: the risk ``R = R_emp(w)``, a subgradient ``a`` and the offset ``b
+    = R - <w, a>`` of the cut at ``w`` (given separately so it can be computed without
+    cancellation, e.g. as a mean loss). ``coef0`` (n_params,): ``w_0``, where the first cut is
+    taken. ``alpha``: regularisation ``lambda > 0``. ``variant``: ``"qp"``, qp-bmrm (the model QP
+    over all cuts, solved to high accuracy), or ``"ls"``, ls-bmrm (the line search between the
+    aggregated cut and the new one, spec 003 §2.2). Stops when ``eps_t = min_t' J(w_t') -
+    J_t(w_t) <= tol`` or after ``max_iter`` oracle calls. ``cuts`` (list of ndarray, ndarray or
+    None) and ``offsets`` (ndarray or None): the cuts of an earlier run on the same risk and their
+    offsets (``BMRMResult.cuts``: blocks of rows, or one matrix of rows; ``BMRMResult.offsets``).
+    ``inner_tol`` (float or None): accuracy (on the scale of ``J``) to which qp-bmrm solves its
+    model QP; None: 1% of the current gap, at least ``tol / 1000``. The lower bound is valid at
+    any accuracy. ``verbose > 0``: progress bar with the gap, labelled ``desc``."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}.")
     if not alpha > 0:
@@ -267,36 +243,20 @@ def bmrm(problem, penalty, *, variant="qp", tol=1e-3, max_iter=1000, init=None, 
          offsets=None, n_jobs=None, cluster=False, n_partitions=None, verbose=0):
     """qp-bmrm or ls-bmrm on ``alpha/2 ||w||^2 + mean_i H~_i(w)`` for any structure.
 
-    Parameters
-    ----------
-    problem : Problem
-        Packed training data (``structure.prepare(X, Y)``).
-    penalty : ElasticNet or float
-        The L2 penalty ``alpha/2 ||w||^2`` (an elastic net with ``l1 = 0`` and no linear
-        term), or its ``alpha``: the bundle's QP is the L2 penalty's.
-    variant : {"qp", "ls"}
-        See :func:`bundle_method`. qp-bmrm stores every cut (``n_iter x n_params`` floats);
-        ls-bmrm needs O(n_params) memory but converges more slowly.
-    tol : float
-        Target BMRM gap (a certificate on the scale of the objective).
-    max_iter : int
-        Maximum number of oracle passes over the data.
-    init : ndarray or None
-        ``w_0`` (default 0).
-    cuts, offsets : list of ndarray, ndarray or None
-        Bundle of an earlier run on the same data (``BMRMResult.cuts``, ``.offsets``; valid
-        for any ``alpha``).
-    n_jobs : int or None
-        Threads of the sums over the examples and of the products with the cuts: the
-        iterates are the same to the bit for any number.
-    cluster : bool or distributed.Client
-        Compute the sums over the examples on a dask cluster (True: the current client), the
-        bundle on this process: the same iterates to the bit as on one process
-        (:class:`~sklearn_ssvm.solvers.sums.ClusterSums`).
-    n_partitions : int or None
-        With ``cluster``: partitions of the examples (None: one per worker).
-    verbose : int
-    """
+    ``problem``: packed training data (``structure.prepare(X, Y)``). ``penalty`` (ElasticNet or
+    float): the L2 penalty ``alpha/2 ||w||^2`` (an elastic net with ``l1 = 0`` and no linear
+    term), or its ``alpha``: the bundle's QP is the L2 penalty's. ``variant`` (``"qp"``, ``"ls"``):
+    see :func:`bundle_method`; qp-bmrm stores every cut (``n_iter x n_params`` floats), ls-bmrm
+    needs O(n_params) memory but converges more slowly. ``tol``: target BMRM gap (a certificate on
+    the scale of the objective); ``max_iter``: maximum number of oracle passes over the data;
+    ``init``: ``w_0`` (default 0). ``cuts``, ``offsets`` (list of ndarray, ndarray or None):
+    bundle of an earlier run on the same data (``BMRMResult.cuts``, ``.offsets``; valid for any
+    ``alpha``). ``n_jobs`` (int or None): threads of the sums over the examples and of the
+    products with the cuts: the iterates are the same to the bit for any number. ``cluster``
+    (bool or distributed.Client): compute the sums over the examples on a dask cluster (True: the
+    current client), the bundle on this process: the same iterates to the bit as on one process
+    (:class:`~sklearn_ssvm.solvers.sums.ClusterSums`); ``n_partitions``: with ``cluster``,
+    partitions of the examples (None: one per worker). ``verbose`` (int)."""
     capabilities.check("bmrm-cluster" if cluster else "bmrm", problem,
                        ["sample_weight"] if problem.weighted else [])
     penalty = as_penalty(penalty)
@@ -330,14 +290,10 @@ capabilities.register("bmrm-cluster", replace(
 class BMRM(Solver):
     """:func:`bmrm` behind the :class:`~sklearn_ssvm.solvers.base.Solver` protocol.
 
-    Parameters
-    ----------
-    **settings
-        Keyword arguments of :func:`bmrm` (``variant``, ``tol``, ``max_iter``, ``n_jobs``,
-        ``cluster``, ``n_partitions``, ``verbose``): ``solve(..., warm=result)`` continues from
-        a previous :class:`BMRMResult`'s ``coef`` and cutting planes (valid at any ``alpha`` on
-        the same data).
-    """
+    ``**settings``: keyword arguments of :func:`bmrm` (``variant``, ``tol``, ``max_iter``,
+    ``n_jobs``, ``cluster``, ``n_partitions``, ``verbose``): ``solve(..., warm=result)`` continues
+    from a previous :class:`BMRMResult`'s ``coef`` and cutting planes (valid at any ``alpha`` on
+    the same data)."""
 
     @property
     def capabilities(self):
@@ -371,16 +327,9 @@ def hinge_oracle(X, y):
 def bmrm_binary(X, y, alpha, *, variant="qp", tol=1e-6, max_iter=1000, init=None, verbose=0):
     """BMRM for the binary linear SVM ``alpha/2 ||w||^2 + mean_i [1 - y_i <x_i, w>]_+``.
 
-    Parameters
-    ----------
-    X : ndarray or sparse matrix of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-        Labels in ``{-1, +1}``.
-    alpha : float
-        ``lambda``; the problem is LinearSVC's (hinge, no intercept) with ``C = 1/(alpha n)``.
-    variant, tol, max_iter, init, verbose
-        As in :func:`bmrm`.
-    """
+    ``X`` (n_samples, n_features), ndarray or sparse; ``y`` (n_samples,) in ``{-1, +1}``;
+    ``alpha`` is ``lambda``: the problem is LinearSVC's (hinge, no intercept) with ``C = 1/(alpha
+    n)``. ``variant``, ``tol``, ``max_iter``, ``init``, ``verbose`` as in :func:`bmrm`."""
     X = X.tocsr() if sp.issparse(X) else np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
     w0 = np.zeros(X.shape[1]) if init is None else init

@@ -33,22 +33,10 @@ def next_alpha(alpha_prev, kappa, kappa_next, lam):
     ``d = lam / (lam + kappa_{k+1})`` and ``b = c alpha_{k-1}^2 - d``, ``alpha_k`` is the positive
     root ``(-b + sqrt(b^2 + 4 c alpha_{k-1}^2)) / 2`` of ``x^2 + b x - c alpha_{k-1}^2``. When
     ``b > 0`` the same root is evaluated as ``2 c alpha_{k-1}^2 / (b + sqrt(...))``, which avoids
-    the cancellation of the two terms of (74).
-
-    Parameters
-    ----------
-    alpha_prev : float
-        ``alpha_{k-1}`` in (0, 1).
-    kappa, kappa_next : float
-        ``kappa_k`` and ``kappa_{k+1}`` (the schedule is needed one step ahead).
-
-    Returns
-    -------
-    float
-        ``alpha_k``. Lemma 21: ``alpha_k <= alpha_{k-1}`` and
-        ``alpha_k^2 >= lam / (lam + kappa_{k+1})`` when ``kappa`` is non-decreasing and
-        ``alpha_0^2 >= lam / (lam + kappa_1)``.
-    """
+    the cancellation of the two terms of (74). ``alpha_prev`` is ``alpha_{k-1}`` in (0, 1),
+    ``kappa``, ``kappa_next`` are ``kappa_k`` and ``kappa_{k+1}`` (the schedule is needed one step
+    ahead). Lemma 21: ``alpha_k <= alpha_{k-1}`` and ``alpha_k^2 >= lam / (lam + kappa_{k+1})``
+    when ``kappa`` is non-decreasing and ``alpha_0^2 >= lam / (lam + kappa_1)``."""
     c_sq = (lam + kappa) / (lam + kappa_next) * alpha_prev * alpha_prev
     b = c_sq - lam / (lam + kappa_next)
     root = math.sqrt(b * b + 4.0 * c_sq)
@@ -60,31 +48,19 @@ def extrapolation_beta(alpha_prev, alpha, kappa, kappa_next, lam):
 
     ``beta_k = alpha_{k-1} (1 - alpha_{k-1}) (kappa_k + lam)
     / (alpha_{k-1}^2 (kappa_k + lam) + alpha_k (kappa_{k+1} + lam))``, used in
-    ``z_k = w_k + beta_k (w_k - w_{k-1})`` (28).
-
-    Parameters
-    ----------
-    alpha_prev, alpha : float
-        ``alpha_{k-1}`` and ``alpha_k`` (from :func:`next_alpha`).
-    kappa, kappa_next : float
-        ``kappa_k`` and ``kappa_{k+1}``.
-    """
+    ``z_k = w_k + beta_k (w_k - w_{k-1})`` (28); ``alpha_prev``, ``alpha`` are ``alpha_{k-1}`` and
+    ``alpha_k`` (from :func:`next_alpha`), ``kappa``, ``kappa_next`` are ``kappa_k`` and
+    ``kappa_{k+1}``."""
     scaled = alpha_prev * (kappa + lam)
     return scaled * (1.0 - alpha_prev) / (scaled * alpha_prev + alpha * (kappa_next + lam))
 
 
 def initial_alpha(lam, kappa):
-    """The initial weight ``alpha_0`` of Cor. 17-20.
+    """The initial weight ``alpha_0`` of Cor. 17-20, for ``kappa = kappa_1 > 0``.
 
     ``sqrt(q)`` with ``q = lam / (lam + kappa)`` when ``lam > 0`` (Cor. 17-18; then
     ``alpha_k = sqrt(q)`` for every k under a constant ``kappa``), and ``(sqrt(5) - 1) / 2`` when
-    ``lam == 0`` (Cor. 19-20).
-
-    Parameters
-    ----------
-    kappa : float
-        ``kappa_1 > 0``.
-    """
+    ``lam == 0`` (Cor. 19-20)."""
     return math.sqrt(lam / (lam + kappa)) if lam > 0 else GOLDEN_ALPHA0
 
 
@@ -105,18 +81,9 @@ def smoothing_schedule(kind, mu0, k, q):
       (``lam = 0``) the schedule is constant;
     - ``"linear"``: ``mu0 / k`` (Cor. 20);
 
-    neither below ``SMOOTHING_FLOOR mu0``.
-
-    Parameters
-    ----------
-    kind : {"const", "expo", "linear"}
-    mu0 : float
-        ``mu``, the scale of the schedule (``mu_1`` for "const" and "linear").
-    k : int
-        Outer iteration, starting at 1.
-    q : float
-        ``lam / (lam + kappa)``, used by "expo" only.
-    """
+    neither below ``SMOOTHING_FLOOR mu0``. ``mu0`` is ``mu``, the scale of the schedule (``mu_1``
+    for "const" and "linear"); ``k`` the outer iteration, starting at 1; ``q = lam / (lam +
+    kappa)``, used by "expo" only."""
     if kind == "const":
         return mu0
     if kind == "expo":
@@ -129,16 +96,8 @@ def smoothing_schedule(kind, mu0, k, q):
 def kappa_schedule(kind, kappa0, k):
     """The proximal weight ``kappa_k`` of outer iteration ``k >= 1`` (§3.5).
 
-    ``"const"``: ``kappa0`` (Cor. 17-19); ``"linear"``: ``kappa0 k`` (Cor. 20).
-
-    Parameters
-    ----------
-    kind : {"const", "linear"}
-    kappa0 : float
-        ``kappa > 0``, which is ``kappa_1`` for both kinds.
-    k : int
-        Outer iteration, starting at 1.
-    """
+    ``"const"``: ``kappa0`` (Cor. 17-19); ``"linear"``: ``kappa0 k`` (Cor. 20). ``kappa0`` is
+    ``kappa > 0``, which is ``kappa_1`` for both kinds; ``k`` starts at 1."""
     if kind == "const":
         return kappa0
     if kind == "linear":
@@ -147,23 +106,11 @@ def kappa_schedule(kind, kappa0, k):
 
 
 def delta_schedule(lam, kappa, k):
-    """The relative accuracy ``delta_k`` of the inner problem ``k >= 1`` (§3.5).
+    """The relative accuracy ``delta_k`` in [0, 1) of the inner problem ``k >= 1`` (§3.5).
 
     ``sqrt(q) / (2 - sqrt(q))`` with ``q = lam / (lam + kappa)`` when ``lam > 0`` (Cor. 17-18),
-    and ``1 / (k + 1)^2`` when ``lam == 0`` (Cor. 19-20).
-
-    Parameters
-    ----------
-    kappa : float
-        ``kappa_k``.
-    k : int
-        Outer iteration, starting at 1.
-
-    Returns
-    -------
-    float
-        ``delta_k`` in [0, 1).
-    """
+    and ``1 / (k + 1)^2`` when ``lam == 0`` (Cor. 19-20); ``kappa`` is ``kappa_k``, ``k`` starts
+    at 1."""
     if lam > 0:
         root_q = math.sqrt(lam / (lam + kappa))
         return root_q / (2.0 - root_q)
@@ -176,36 +123,19 @@ def stopping_test(grad_norm_sq, lam, kappa, delta, dist_sq):
     ``F_{mu,kappa}(.; z)`` is ``(lam + kappa)``-strongly convex, so
     ``F_{mu,kappa}(w; z) - min F_{mu,kappa}(.; z) <= ||grad||^2 / (2 (lam + kappa))``, and
     ``||grad||^2 <= (lam + kappa) delta kappa ||w - z||^2`` implies
-    ``F_{mu,kappa}(w; z) - min <= (delta kappa / 2) ||w - z||^2``, which is (26).
-
-    Parameters
-    ----------
-    grad_norm_sq : float
-        ``||grad F_{mu_k, kappa_k}(w; z_{k-1})||^2``.
-    kappa : float
-        ``kappa_k``.
-    delta : float
-        ``delta_k`` (:func:`delta_schedule`).
-    dist_sq : float
-        ``||w - z_{k-1}||^2``.
-    """
+    ``F_{mu,kappa}(w; z) - min <= (delta kappa / 2) ||w - z||^2``, which is (26). ``grad_norm_sq``
+    is ``||grad F_{mu_k, kappa_k}(w; z_{k-1})||^2``, ``kappa`` ``kappa_k``, ``delta`` ``delta_k``
+    (:func:`delta_schedule`), ``dist_sq`` ``||w - z_{k-1}||^2``."""
     return grad_norm_sq <= (lam + kappa) * delta * kappa * dist_sq
 
 
 def kappa_from_smoothness(L, lam, n):
     """The constant ``kappa`` of Casimir-SVRG-const (§3.6): Prop. 29's rule with ``A / mu = L``.
 
-    ``kappa = L / n - lam`` if ``L / n > 4 lam``, else ``kappa = lam``. The reference code uses
-    ``L / (n + 1) - lam`` if ``L / (n + 1) > lam``, else ``L / (n + 1)`` (spec §8 erratum 10);
-    this follows the paper.
-
-    Parameters
-    ----------
-    L : float
-        Smoothness estimate of the loss part of ``F_mu`` (``A / mu`` in Prop. 29).
-    n : int
-        Number of training examples.
-    """
+    ``kappa = L / n - lam`` if ``L / n > 4 lam``, else ``kappa = lam``; ``L`` is the smoothness
+    estimate of the loss part of ``F_mu`` (``A / mu`` in Prop. 29), ``n`` the number of training
+    examples. The reference code uses ``L / (n + 1) - lam`` if ``L / (n + 1) > lam``, else ``L /
+    (n + 1)`` (spec §8 erratum 10); this follows the paper."""
     ratio = L / n
     return ratio - lam if ratio > 4.0 * lam else lam
 
@@ -214,49 +144,30 @@ def catalyst(inner, w0, lam, *, kappa, kappa_schedule="const", mu0=None, mu_sche
              alpha0=None, warm_start="prox-center", max_iter, callback=None):
     """Catalyst / Casimir outer loop (paper Algo. 4, spec §3.1).
 
-    For ``k = 1..max_iter``: ``w_k = inner(z_{k-1}, w_start, mu_k, kappa_k, k)`` approximately
-    minimises ``F_{mu_k, kappa_k}(w; z_{k-1}) = F_{mu_k}(w) + (kappa_k / 2)||w - z_{k-1}||^2``;
-    then ``alpha_k`` solves (27) (with ``kappa_{k+1}``), ``beta_k`` is (29) and
-    ``z_k = w_k + beta_k (w_k - w_{k-1})`` (28), with ``z_0 = w_0``.
+    For ``k = 1..max_iter`` (``K`` outer iterations): ``w_k = inner(z_{k-1}, w_start, mu_k,
+    kappa_k, k)`` approximately minimises ``F_{mu_k, kappa_k}(w; z_{k-1}) = F_{mu_k}(w) + (kappa_k
+    / 2)||w - z_{k-1}||^2``; then ``alpha_k`` solves (27) (with ``kappa_{k+1}``), ``beta_k`` is
+    (29) and ``z_k = w_k + beta_k (w_k - w_{k-1})`` (28), with ``z_0 = w_0`` (``w0`` of shape
+    (d,)).
 
-    Parameters
-    ----------
-    inner : callable
-        ``inner(z, w_start, mu_k, kappa_k, k) -> w_k``: an approximate minimiser of
-        ``F_{mu_k, kappa_k}(.; z)`` started at ``w_start``, e.g. a fixed budget of SVRG steps or a
-        run until :func:`stopping_test` holds (accuracy (26)). ``w_start`` is a fresh array the
-        solver may overwrite; ``z`` must not be modified. ``mu_k`` is None without smoothing.
-    w0 : ndarray of shape (d,)
-        ``w_0 = z_0``.
-    kappa : float
-        ``kappa > 0``: ``kappa_1``, the scale of the proximal weights.
-    kappa_schedule : {"const", "linear"}, default="const"
-        ``kappa_k = kappa`` or ``kappa k`` (:func:`kappa_schedule`).
-    mu0 : float or None, default=None
-        Scale of the smoothing schedule; None means no smoothing (plain Catalyst): ``inner``
-        then receives ``mu_k = None``.
-    mu_schedule : {"const", "expo", "linear"}, default="const"
-        :func:`smoothing_schedule`, with ``q = lam / (lam + kappa)`` for "expo".
-    alpha0 : float or None, default=None
-        ``alpha_0`` in (0, 1) with ``alpha_0^2 >= lam / (lam + kappa_1)``; None means
-        :func:`initial_alpha`. This is the Catalyst weight, not a regularization.
-    warm_start : {"prox-center", "extrapolation", "prev-iterate"}, default="prox-center"
-        ``w_start`` of inner problem ``k`` (§3.3): ``z_{k-1}``;
-        ``w_{k-1} + kappa_k / (kappa_k + lam) (z_{k-1} - z_{k-2})`` with ``z_{-1} = z_0``;
-        or ``w_{k-1}``. At ``k = 1`` all three are ``w_0``.
-    max_iter : int
-        Number of outer iterations ``K``.
-    callback : callable or None, default=None
-        ``callback(k, w_k, z_k, mu_k, kappa_k)`` after each outer iteration; a True return stops
-        the loop at ``w_k``.
+    ``inner(z, w_start, mu_k, kappa_k, k) -> w_k`` is an approximate minimiser of ``F_{mu_k,
+    kappa_k}(.; z)`` started at ``w_start``, e.g. a fixed budget of SVRG steps or a run until
+    :func:`stopping_test` holds (accuracy (26)); ``w_start`` is a fresh array the solver may
+    overwrite; ``z`` must not be modified; ``mu_k`` is None without smoothing. ``kappa > 0`` is
+    ``kappa_1``, the scale of the proximal weights; ``kappa_schedule`` (default "const"):
+    ``kappa_k = kappa`` or ``kappa k`` ("linear", :func:`kappa_schedule`). ``mu0`` (default
+    None): scale of the smoothing schedule; None means no smoothing (plain Catalyst), ``inner``
+    then receives ``mu_k = None``. ``mu_schedule`` ("const" default, "expo", "linear"):
+    :func:`smoothing_schedule`, with ``q = lam / (lam + kappa)`` for "expo". ``alpha0`` (default
+    None, :func:`initial_alpha`): ``alpha_0`` in (0, 1) with ``alpha_0^2 >= lam / (lam +
+    kappa_1)``; the Catalyst weight, not a regularization. ``warm_start``, ``w_start`` of inner
+    problem ``k`` (§3.3): ``"prox-center"`` (default) ``z_{k-1}``; ``"extrapolation"`` ``w_{k-1} +
+    kappa_k / (kappa_k + lam) (z_{k-1} - z_{k-2})`` with ``z_{-1} = z_0``; ``"prev-iterate"``
+    ``w_{k-1}``; at ``k = 1`` all three are ``w_0``. ``callback(k, w_k, z_k, mu_k, kappa_k)``
+    (default None) runs after each outer iteration; a True return stops the loop at ``w_k``.
 
-    Returns
-    -------
-    w : ndarray of shape (d,)
-        The last outer iterate ``w_K`` (Algo. 4 returns ``w_K``, not ``z_K``).
-    n_iter : int
-        Number of outer iterations run.
-    """
+    Returns ``(w, n_iter)``: the last outer iterate ``w_K``, shape (d,) (Algo. 4 returns ``w_K``,
+    not ``z_K``), and the number of outer iterations run."""
     if warm_start not in WARM_STARTS:
         raise ValueError(f"warm_start must be one of {WARM_STARTS}, got {warm_start!r}.")
     if lam < 0:

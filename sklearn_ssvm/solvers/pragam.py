@@ -120,42 +120,25 @@ def pragam(X, y, alpha, *, fit_intercept=False, tol=1e-6, max_iter=1000, verbose
 
     Minimises ``alpha/2 ||w||^2 + min_b (1/n) sum_i hinge`` (eq. (20); no ``b`` unless
     ``fit_intercept``) through the excessive-gap pair ``(w_k, a_k)``, stopping when the exact
-    duality gap ``J(w_k) - D(a_k)`` is at most ``tol``.
+    duality gap ``J(w_k) - D(a_k)`` is at most ``tol`` (absolute) or after ``max_iter``
+    iterations of Algorithm 1's loop.
 
-    Parameters
-    ----------
-    X : ndarray or scipy.sparse CSR matrix of shape (n_samples, n_features), float64
-    y : ndarray of shape (n_samples,)
-        Labels in ``{-1, +1}``; both must occur when ``fit_intercept``.
-    alpha : float
-        Regularisation ``lambda > 0``.
-    fit_intercept : bool
-        Solve with an unregularised bias (Pragam-b, ``Q2`` with ``<y, a> = 0``).
-    tol : float
-        Absolute duality gap at which to stop.
-    max_iter : int
-        Iterations of Algorithm 1's loop.
-    verbose : int
-        When positive, print the objective and gap after each call of the compiled loop (every
-        ``MAX_CHUNK`` iterations once warmed up).
-    init : ndarray of shape (n_samples,) or None
-        Dual warm start, projected onto ``Q2``. It becomes both ``a_{-1}`` and the prox-center
-        of ``d2(a) = 1/2 ||a - init||^2``, so the excessive-gap invariant and the bound of
-        eq. (26) still hold (``max_{Q2} d2 <= 1/(2n)`` for any center in the box); None is the
-        prox-center 0 (spec 003 §2.4, erratum 5).
-    lipschitz : float or None
-        ``L``; None uses power iteration (:func:`lipschitz_constant`). With ``adaptive`` the
-        cap of the estimate and the start's step.
-    gap_every : int
-        Evaluate the dual (one extra product with ``X^T``) every ``gap_every`` iterations; the
-        primal ``J(w_k)`` is evaluated every iteration at ``O(n)`` cost. An adaptive step
-        computes the product anyway: the dual costs nothing more there.
-    adaptive : bool, default=True
-        Step with an adaptive estimate ``L_k <= L`` (each step verified, raised twofold where
-        it fails, lowered by 1.2 after each accepted step) and the largest ``tau_k`` with
-        ``L_k tau_k^2 <= (1 - tau_k) mu_k``; False runs Algorithm 1 as printed,
-        ``tau_k = 2/(k+3)`` at ``L``.
-    """
+    ``X`` (n_samples, n_features) float64, ndarray or scipy.sparse CSR; ``y`` (n_samples,) in
+    ``{-1, +1}``, both occurring when ``fit_intercept`` (an unregularised bias: Pragam-b, ``Q2``
+    with ``<y, a> = 0``); ``alpha``: regularisation ``lambda > 0``. ``verbose > 0`` prints the
+    objective and gap after each call of the compiled loop (every ``MAX_CHUNK`` iterations once
+    warmed up). ``init`` ((n_samples,) or None): dual warm start, projected onto ``Q2``; it becomes
+    both ``a_{-1}`` and the prox-center of ``d2(a) = 1/2 ||a - init||^2``, so the excessive-gap
+    invariant and the bound of eq. (26) still hold (``max_{Q2} d2 <= 1/(2n)`` for any center in
+    the box); None is the prox-center 0 (spec 003 §2.4, erratum 5). ``lipschitz``: ``L``; None
+    uses power iteration (:func:`lipschitz_constant`); with ``adaptive`` the cap of the estimate
+    and the start's step. ``gap_every``: evaluate the dual (one extra product with ``X^T``) every
+    ``gap_every`` iterations; the primal ``J(w_k)`` is evaluated every iteration at ``O(n)`` cost;
+    an adaptive step computes the product anyway, so the dual costs nothing more there.
+    ``adaptive`` (default True): step with an adaptive estimate ``L_k <= L`` (each step verified,
+    raised twofold where it fails, lowered by 1.2 after each accepted step) and the largest
+    ``tau_k`` with ``L_k tau_k^2 <= (1 - tau_k) mu_k``; False runs Algorithm 1 as printed, ``tau_k
+    = 2/(k+3)`` at ``L``."""
     n, d = X.shape
     y = np.ascontiguousarray(y, dtype=np.float64)
     clock = Clock()

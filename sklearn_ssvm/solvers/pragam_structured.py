@@ -33,13 +33,7 @@ class SimplexDual:
     """The SSVM dual of a multi-class or candidate-set problem as flat arrays: vertex ``v`` is
     output ``v - offsets[i]`` of example ``i``, its score the entry of ``Z @ W`` (tokens x
     codes, flattened: a multi-class example has one token and ``C`` codes, a candidate set one
-    code per candidate token).
-
-    Parameters
-    ----------
-    problem : Problem
-        Packed ``MulticlassSVM`` or ``CandidateSet`` data.
-    """
+    code per candidate token). ``problem``: packed ``MulticlassSVM`` or ``CandidateSet`` data."""
 
     def __init__(self, problem):
         if problem.kind not in (MULTICLASS, CANDIDATES) or problem.n_pair:
@@ -113,35 +107,18 @@ def pragam_structured(problem, alpha, *, tol=1e-3, max_iter=1000, lipschitz=None
                       verbose=0, n_jobs=None):
     """Train a multi-class or candidate-set SSVM by PRAGAM (spec 003 Algorithm 1, App. E.1).
 
-    Parameters
-    ----------
-    problem : Problem
-        Packed ``MulticlassSVM`` or ``CandidateSet`` data (sample weights taken).
-    alpha : float
-        ``lambda > 0`` of the L2 penalty.
-    tol : float
-        Absolute duality gap ``J(w_k) - D(a_k)`` at which to stop.
-    max_iter : int
-        Iterations of Algorithm 1's loop.
-    lipschitz : float or None
-        ``L >= sigma_max(Delta)^2 / lambda``; None: power iteration. With ``adaptive`` the
-        cap of the estimate.
-    adaptive : bool, default=True
-        Steps with an adaptive estimate ``L_k <= L``, as
-        :func:`~sklearn_ssvm.solvers.pragam.pragam` takes them (the largest ``tau_k`` with
-        ``L_k tau_k^2 <= (1 - tau_k) mu_k``, each step verified by the exact descent
-        inequality of the quadratic ``D``, ``L_k`` raised twofold where it fails and lowered
-        by 1.2 after each accepted step); False: Algorithm 1 as printed at ``L``.
-    verbose : int
-    n_jobs : int or None
-        Threads of the sparse products.
-
-    Returns
-    -------
-    PragamResult
-        ``coef`` the best primal iterate, ``dual_coef`` the best dual point (flat over the
-        vertices); history records add ``bound``, eq. (26)'s ``mu_k D2``.
-    """
+    ``problem``: packed ``MulticlassSVM`` or ``CandidateSet`` data (sample weights taken);
+    ``alpha``: ``lambda > 0`` of the L2 penalty; ``tol``: absolute duality gap ``J(w_k) - D(a_k)``
+    at which to stop; ``max_iter``: iterations of Algorithm 1's loop. ``lipschitz`` (float or
+    None: power iteration): ``L >= sigma_max(Delta)^2 / lambda``, with ``adaptive`` the cap of the
+    estimate. ``adaptive`` (default True): steps with an adaptive estimate ``L_k <= L``, as
+    :func:`~sklearn_ssvm.solvers.pragam.pragam` takes them (the largest ``tau_k`` with ``L_k
+    tau_k^2 <= (1 - tau_k) mu_k``, each step verified by the exact descent inequality of the
+    quadratic ``D``, ``L_k`` raised twofold where it fails and lowered by 1.2 after each accepted
+    step); False: Algorithm 1 as printed at ``L``. ``verbose`` (int); ``n_jobs`` (int or None):
+    threads of the sparse products. Returns a PragamResult: ``coef`` the best primal iterate,
+    ``dual_coef`` the best dual point (flat over the vertices); history records add ``bound``,
+    eq. (26)'s ``mu_k D2``."""
     if not (np.isfinite(alpha) and alpha > 0):
         raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}.")
     dual = SimplexDual(problem)
@@ -206,13 +183,8 @@ def pragam_structured(problem, alpha, *, tol=1e-3, max_iter=1000, lipschitz=None
 
 class StructuredPragam(Solver):
     """:func:`pragam_structured` behind the :class:`~sklearn_ssvm.solvers.base.Solver` protocol
-    (the L2 penalty; no warm start).
-
-    Parameters
-    ----------
-    **settings
-        The keyword arguments of :func:`pragam_structured`.
-    """
+    (the L2 penalty; no warm start); ``**settings`` are the keyword arguments of
+    :func:`pragam_structured`."""
 
     capabilities = capabilities.register("pragam-structured", capabilities.Capabilities(
         name="PragamStructuredSVM", options=("sample_weight",), penalty_codes=("l2",),

@@ -107,28 +107,15 @@ def _linearize(feature_map, data, w):
 def linearize(feature_map, X, losses, y_true, w):
     """The convex model ``F(.; w)`` of eq. (60) as a packed linear candidate-set problem.
 
-    Parameters
-    ----------
-    feature_map : object
-        Non-linear score, e.g. :class:`~sklearn_ssvm.feature_maps.MLPFeatureMap`.
-    X : list of array-like of shape (n_candidates_i, n_features)
-        Candidate features of each example (dense or sparse).
-    losses : list of array-like of shape (n_candidates_i,)
-        ``L(y_i, y) >= 0`` of each candidate, zero at the true one.
-    y_true : array-like of int, shape (n_samples,)
-        Index of the true candidate of each example.
-    w : ndarray of shape (n_params,)
-        The linearisation point ``w_k``.
-
-    Returns
-    -------
-    Problem
-        Kind ``CANDIDATES``: candidate ``y`` of example ``i`` has the features ``J_iy`` (the
-        gradient of its score at ``w``) and the loss ``L(y_i, y) + c_iy - c_iy_i`` with
-        ``c_iy = s(x_iy; w) - <J_iy, w>``, so that ``problem.hinge_losses(v)`` are the hinge
-        losses of the linearised scores at any ``v`` (equal to the non-linear ones at
-        ``v = w``). Its parameter vector has the layout of ``w``.
-    """
+    ``feature_map``: the non-linear score, e.g. :class:`~sklearn_ssvm.feature_maps.MLPFeatureMap`;
+    ``X``: per example, the candidate features, array-like (n_candidates_i, n_features), dense or
+    sparse; ``losses``: per example, ``L(y_i, y) >= 0`` of each candidate, (n_candidates_i,), zero
+    at the true one; ``y_true`` (n_samples,) int: the index of each example's true candidate;
+    ``w`` (n_params,): the linearisation point ``w_k``. Returns a Problem of kind ``CANDIDATES``:
+    candidate ``y`` of example ``i`` has the features ``J_iy`` (the gradient of its score at
+    ``w``) and the loss ``L(y_i, y) + c_iy - c_iy_i`` with ``c_iy = s(x_iy; w) - <J_iy, w>``, so
+    that ``problem.hinge_losses(v)`` are the hinge losses of the linearised scores at any ``v``
+    (equal to the non-linear ones at ``v = w``). Its parameter vector has the layout of ``w``."""
     return _linearize(feature_map, _stack(X, losses, y_true), np.asarray(w, dtype=float))
 
 
@@ -152,52 +139,33 @@ def prox_linear(feature_map, X, losses, y_true, alpha, smoothing, *, eta, learni
     certified ``eps_k``-accurate in the sense of (62), ``eps_k = eps_0 / k``: its duality gap
     on the non-smooth ``F_eta(.; w_{k-1})`` bounds ``F_eta(w_hat_k) - min F_eta``.
 
-    Parameters
-    ----------
-    feature_map : object
-        Non-linear score with ``n_params``, ``init_params``, ``scores`` and ``jacobian``, e.g.
-        :class:`~sklearn_ssvm.feature_maps.MLPFeatureMap`.
-    X, losses, y_true
-        Candidate sets, as in :func:`linearize`.
-    alpha : float
-        Regularisation ``lambda`` (the paper's non-convex experiments use ``1/n``).
-    smoothing : Smoothing
-        Smoother of the inner problems and its ``mu``.
-    eta : float
-        Prox-linear step ``eta > 0`` (Thm 35 needs ``eta <= 1/L``, Assumption 33; the paper
-        grid-searches powers of 10).
-    learning_rate : float
-        SVRG step size of the first inner problem. It must satisfy
-        ``learning_rate * 2 (alpha + 1/eta) < 1`` (the inner Catalyst weight is
-        ``kappa = alpha + 1/eta``).
-    inner_iter : int, default=5
-        Casimir-SVRG iterations (epochs) per outer iteration (5 in the paper); the cap per
-        outer iteration when ``inner_tol`` is set.
-    inner_tol : float or None, default=None
-        ``eps_0 > 0`` of the tolerance schedule ``eps_k = eps_0 / k`` (spec 000 §4): the k-th
-        inner solve stops once its certified gap is at most ``eps_k``, which implies (62).
-        Remark 38: ``eps_0`` of the order of ``F(w_0) - F*`` (``F* >= 0``). The smoothed
-        subproblem's minimum lies up to ``mu_k / 2`` above the non-smooth one, so take
-        ``mu <= eps_0``: the linear schedule then keeps ``mu_k <= eps_k`` (Prop. 37's
-        coupling); otherwise the inner solves may stop at the cap. None: the fixed budget
-        alone.
-    mu_schedule : {"linear", "const"}, default="linear"
-        ``"linear"``: the paper's adaptive default, ``mu_k = mu / k`` with the learning rate
-        divided by ``k`` (``L_k = k L_0``); ``"const"``: ``mu`` and the learning rate fixed.
-    max_iter, tol, init, verbose, callback
-        As in :func:`prox_linear_loop`.
-    random_state : int, Generator or None
-        Seeds the inner solver's sampling.
-    n_jobs : int or None
-        Threads of the batched oracles.
+    ``feature_map``: the non-linear score with ``n_params``, ``init_params``, ``scores`` and
+    ``jacobian``, e.g. :class:`~sklearn_ssvm.feature_maps.MLPFeatureMap`; ``X``, ``losses``,
+    ``y_true``: candidate sets, as in :func:`linearize`. ``alpha``: regularisation ``lambda``
+    (the paper's non-convex experiments use ``1/n``); ``smoothing`` (Smoothing): smoother of the
+    inner problems and its ``mu``. ``eta``: prox-linear step ``eta > 0`` (Thm 35 needs ``eta <=
+    1/L``, Assumption 33; the paper grid-searches powers of 10). ``learning_rate``: SVRG step size
+    of the first inner problem; it must satisfy ``learning_rate * 2 (alpha + 1/eta) < 1`` (the
+    inner Catalyst weight is ``kappa = alpha + 1/eta``). ``inner_iter`` (default 5, as in the
+    paper): Casimir-SVRG iterations (epochs) per outer iteration; the cap per outer iteration when
+    ``inner_tol`` is set.
 
-    Returns
-    -------
-    ProxLinearResult
-        History records also hold the inner ``mu``, ``learning_rate``, ``inner_objective``
-        (``F_eta(w_hat_k; w_{k-1})``, non-smooth), ``inner_gap`` (its certified gap),
-        ``inner_tol`` (``eps_k``, 0 without ``inner_tol``) and ``inner_iter`` (epochs run).
-    """
+    ``inner_tol`` (default None: the fixed budget alone): ``eps_0 > 0`` of the tolerance schedule
+    ``eps_k = eps_0 / k`` (spec 000 §4): the k-th inner solve stops once its certified gap is at
+    most ``eps_k``, which implies (62). Remark 38: ``eps_0`` of the order of ``F(w_0) - F*`` (``F*
+    >= 0``). The smoothed subproblem's minimum lies up to ``mu_k / 2`` above the non-smooth one,
+    so take ``mu <= eps_0``: the linear schedule then keeps ``mu_k <= eps_k`` (Prop. 37's
+    coupling); otherwise the inner solves may stop at the cap. ``mu_schedule``: ``"linear"``
+    (default), the paper's adaptive default, ``mu_k = mu / k`` with the learning rate divided by
+    ``k`` (``L_k = k L_0``); ``"const"``: ``mu`` and the learning rate fixed. ``max_iter``,
+    ``tol``, ``init``, ``verbose``, ``callback`` as in :func:`prox_linear_loop`;
+    ``random_state`` (int, Generator or None) seeds the inner solver's sampling; ``n_jobs`` (int
+    or None): threads of the batched oracles.
+
+    Returns a ProxLinearResult whose history records also hold the inner ``mu``,
+    ``learning_rate``, ``inner_objective`` (``F_eta(w_hat_k; w_{k-1})``, non-smooth),
+    ``inner_gap`` (its certified gap), ``inner_tol`` (``eps_k``, 0 without ``inner_tol``) and
+    ``inner_iter`` (epochs run)."""
     if mu_schedule not in MU_SCHEDULES:
         raise ValueError(f"mu_schedule must be one of {MU_SCHEDULES}, got {mu_schedule!r}.")
     if inner_iter < 1:
@@ -236,38 +204,21 @@ def prox_linear_loop(feature_map, X, losses, y_true, alpha, solve, *, eta, max_i
     ``w_k = w_hat_k`` if ``F(w_hat_k) <= F(w_{k-1})``, else ``w_k = w_{k-1}`` (the acceptance
     step, line 4), so ``F(w_k)`` is non-increasing (Thm 35).
 
-    Parameters
-    ----------
-    feature_map, X, losses, y_true, alpha
-        As in :func:`prox_linear`.
-    solve : callable
-        ``solve(problem, prox, k) -> (w_hat, n_oracle_calls, info)``: approximately minimises
-        the problem's mean hinge plus ``(alpha/2) ||w||^2 + (eta_inv/2) ||w - center||^2``,
-        with ``prox = (eta_inv, center)`` (``center = w_{k-1}``); ``info`` is a dict merged into
-        the iteration's record.
-    eta : float
-        Prox-linear step ``eta > 0``.
-    max_iter : int, default=50
-        Outer iterations ``K``.
-    tol : float, default=0.0
-        Stop once ``||w_hat_k - w_{k-1}|| / eta``, the inexact gradient mapping (63) at
-        ``w_{k-1}``, is at most ``tol``.
-    init : ndarray or None
-        ``w_0``; None draws ``feature_map.init_params(n_features)`` (``w = 0`` is stationary
-        for scores without a bias).
-    verbose : int
-        Progress bar.
-    callback : callable or None
-        ``callback(k, coef) -> dict or None``, merged into iteration ``k``'s record.
+    ``feature_map``, ``X``, ``losses``, ``y_true``, ``alpha`` as in :func:`prox_linear`.
+    ``solve(problem, prox, k) -> (w_hat, n_oracle_calls, info)`` approximately minimises the
+    problem's mean hinge plus ``(alpha/2) ||w||^2 + (eta_inv/2) ||w - center||^2``, with ``prox =
+    (eta_inv, center)`` (``center = w_{k-1}``); ``info`` is a dict merged into the iteration's
+    record. ``eta``: prox-linear step ``eta > 0``; ``max_iter`` (default 50): outer iterations
+    ``K``; ``tol`` (default 0.0): stop once ``||w_hat_k - w_{k-1}|| / eta``, the inexact gradient
+    mapping (63) at ``w_{k-1}``, is at most ``tol``. ``init``: ``w_0``; None draws
+    ``feature_map.init_params(n_features)`` (``w = 0`` is stationary for scores without a bias).
+    ``verbose`` (int): progress bar. ``callback(k, coef) -> dict or None`` (or None), merged into
+    iteration ``k``'s record.
 
-    Returns
-    -------
-    ProxLinearResult
-        History records: ``iteration``, ``objective`` (``F(w_k)``), ``candidate_objective``
-        (``F(w_hat_k)``), ``accepted``, ``grad_mapping`` (the estimate above), ``time``,
-        ``cpu_time``, ``oracle_calls`` (cumulative: the solver's plus ``n`` per acceptance
-        test).
-    """
+    Returns a ProxLinearResult; history records: ``iteration``, ``objective`` (``F(w_k)``),
+    ``candidate_objective`` (``F(w_hat_k)``), ``accepted``, ``grad_mapping`` (the estimate above),
+    ``time``, ``cpu_time``, ``oracle_calls`` (cumulative: the solver's plus ``n`` per acceptance
+    test)."""
     if not eta > 0:
         raise ValueError(f"eta must be > 0, got {eta!r}.")
     if max_iter < 0:
@@ -327,18 +278,10 @@ def candidate_sets(problem):
 class ProxLinear(Solver):
     """:func:`prox_linear` behind the :class:`~sklearn_ssvm.solvers.base.Solver` protocol, on
     the candidate sets of a packed ``CandidateSet`` problem scored by a non-linear
-    ``feature_map``.
-
-    Parameters
-    ----------
-    feature_map : object
-        The non-linear score (:func:`prox_linear`).
-    smoothing : Smoothing
-        Smoother of the inner problems.
-    **settings
-        The other keyword arguments of :func:`prox_linear`; ``solve(..., warm=result)``
-        starts at a previous result's ``coef`` instead of ``init``.
-    """
+    ``feature_map`` (the non-linear score, :func:`prox_linear`), with ``smoothing`` (Smoothing)
+    the smoother of the inner problems. ``**settings``: the other keyword arguments of
+    :func:`prox_linear`; ``solve(..., warm=result)`` starts at a previous result's ``coef``
+    instead of ``init``."""
 
     capabilities = capabilities.register("prox-linear", capabilities.Capabilities(
         name="SmoothSSVMClassifier(feature_map=...) on CandidateSet",

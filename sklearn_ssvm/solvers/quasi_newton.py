@@ -84,20 +84,12 @@ def two_loop(pg, pairs):
 class QuasiNewton(Solver):
     """L-BFGS (OWL-QN with an l1 part) on the entropy-smoothed objective ``F_mu``.
 
-    Parameters
-    ----------
-    mu : float, default=1.0
-        The entropy's scale; 1 with a problem whose losses are zero is the conditional
-        log-likelihood (``CRFClassifier``).
-    memory : int, default=10
-        Pairs of the L-BFGS model (CRFsuite's ``num_memories`` default: 6; scipy's 10).
-    tol : float, default=0.0
-        Stop when the certified gap is at most ``tol`` (absolute).
-    max_iter : int, default=100
-        Quasi-Newton iterations (each one line search).
-    verbose : int, default=0
-        1: a progress bar; 2: also a line per iteration.
-    """
+    ``mu`` (default 1.0): the entropy's scale; 1 with a problem whose losses are zero is the
+    conditional log-likelihood (``CRFClassifier``). ``memory`` (default 10): pairs of the L-BFGS
+    model (CRFsuite's ``num_memories`` default: 6; scipy's 10). ``tol`` (default 0.0): stop when
+    the certified gap is at most ``tol`` (absolute). ``max_iter`` (default 100): quasi-Newton
+    iterations (each one line search). ``verbose`` (default 0): 1 a progress bar, 2 also a line
+    per iteration."""
 
     capabilities = capabilities.register("quasi-newton", capabilities.Capabilities(
         name="CRFClassifier", options=("elastic_net", "sample_weight"),

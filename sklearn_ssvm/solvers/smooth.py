@@ -288,30 +288,16 @@ def svrg(problem, penalty, smoothing, *, learning_rate, max_iter=50, tol=0.0, wa
     """SVRG on ``F_mu`` with a constant ``mu`` (the paper's SVRG baseline, spec 000 §3.6):
     each epoch restarts from the previous epoch's averaged iterate.
 
-    Parameters
-    ----------
-    problem : Problem
-    penalty : ElasticNet or float
-        The elastic net (:meth:`~sklearn_ssvm.penalties.ElasticNet.from_alpha`): proximal
-        steps, the certificate with its conjugate; a float is ``lambda`` of eq. (1), the L2
-        penalty ``lambda/2 ||w||^2``.
-    smoothing : Smoothing
-    learning_rate : float
-    max_iter : int
-        Epochs (``n`` steps each, plus one full gradient), ``warmup`` included.
-    tol : float
-        Stop once the certified duality gap of the non-smooth problem is at most ``tol``.
-    warmup : int, default=0
-        Epochs of SGD on ``F_mu`` before the first full gradient (:func:`sgd_warmup`); 0 starts
-        SVRG at ``init`` as the paper does.
-    prox : (float, ndarray) or None
-        An extra proximal term ``(eta_inv / 2) ||w - center||^2`` (the prox-linear method's).
-    init : ndarray or None
-        Starting point (default ``0``).
-    callback : callable or None
-        ``callback(epoch, coef) -> dict or None``, merged into the epoch's history record
-        (e.g. a validation score); a ``"stop": True`` entry ends the run after this epoch.
-    """
+    ``penalty``: the elastic net (:meth:`~sklearn_ssvm.penalties.ElasticNet.from_alpha`):
+    proximal steps, the certificate with its conjugate; a float is ``lambda`` of eq. (1), the L2
+    penalty ``lambda/2 ||w||^2``. ``max_iter``: epochs (``n`` steps each, plus one full
+    gradient), ``warmup`` included; ``tol``: stop once the certified duality gap of the non-smooth
+    problem is at most ``tol``. ``warmup`` (default 0): epochs of SGD on ``F_mu`` before the first
+    full gradient (:func:`sgd_warmup`); 0 starts SVRG at ``init`` as the paper does. ``prox``
+    ((float, ndarray) or None): an extra proximal term ``(eta_inv / 2) ||w - center||^2`` (the
+    prox-linear method's). ``init``: starting point (default ``0``). ``callback(epoch, coef) ->
+    dict or None`` (or None), merged into the epoch's history record (e.g. a validation score); a
+    ``"stop": True`` entry ends the run after this epoch."""
     rng = np.random.default_rng(random_state)
     penalty = _base_penalty(penalty, prox)
     n = problem.n_samples
@@ -362,56 +348,37 @@ def casimir_svrg(problem, penalty, smoothing, *, learning_rate, mu_schedule="exp
     epoch per outer iteration (the paper's practical budget ``T_budget = n``, §3.2), on
     ``F_{mu_k, kappa_k}(w; z_{k-1})``, with a decreasing smoothing ``mu_k``.
 
-    Parameters
-    ----------
-    problem : Problem
-    penalty : ElasticNet or float
-        The penalty, as in :func:`svrg`; Catalyst's ``lambda`` is its l2 modulus ``c``.
-    smoothing : Smoothing
-        The smoother and ``mu_0``.
-    learning_rate : float
-        SVRG step size at ``mu_0`` (the paper tunes it; the estimator picks it
-        automatically). With ``scale_steps``, inner problem ``k`` uses
-        ``learning_rate * max(mu_k / mu_0, 1 / k)``.
-    mu_schedule : {"const", "expo", "linear"}
-        ``mu_k`` constant (Casimir-SVRG-const), ``mu_0 (1 - sqrt(q)/2)^{k/2}`` (Cor. 18, the
-        adaptive variant) or ``mu_0 / k`` (Cor. 20).
-    kappa : float or None
-        Catalyst's proximal weight; None uses ``kappa = alpha`` (``q = 1/2``), the paper's
-        Casimir-SVRG-adapt setting.
-    kappa_schedule : {"const", "linear"}
-    warm_start : {"prox-center", "extrapolation", "prev-iterate"}
-        Starting point of each inner SVRG epoch (§3.3).
-    scale_steps : bool, default=True
-        Let the step follow the smoothing, ``learning_rate * max(mu_k / mu_0, 1 / k)``: the
-        smoothed hinge's gradient is ``A / mu_k``-Lipschitz, so the step ``1 / L_k`` of Prop.
-        30 shrinks with ``mu_k`` (the spec's practical prox-linear schedule does the same,
-        ``L_k = k L_0``). The ``1 / k`` floor keeps the steps' sum divergent under the
-        geometric "expo" schedule, where steps following ``mu_k`` alone would stall the
-        iterates. False keeps ``learning_rate`` fixed, as the paper's experiments tune it.
-        On CoNLL-2000 (alpha = 1/n, "expo", one SGD warm-up epoch), a fixed step of 0.0074
-        reached the objective 0.039 after 10 epochs and 0.023 after 25; scaled steps from
-        0.0074 reached 0.020 and 0.0125, from 0.0147 0.017 and 0.0097.
-    inner_epochs : int, default=1
-        SVRG epochs per outer iteration: the paper's practical budget ``T_budget = n`` steps
-        is 1 (§3.2); with ``inner_test`` the cap.
-    inner_test : bool, default=False
-        Stop each inner solve as soon as it is accurate in the sense of (26), by the test of
-        §3.2 (:func:`~sklearn_ssvm.solvers.catalyst.stopping_test` with ``delta_k`` of
-        Cor. 17-20): after each epoch, a full gradient at its output gives
-        ``||grad F_{mu_k, kappa_k}(w; z_{k-1})||`` (and the next epoch's snapshot).
-    max_iter : int
-        Epochs: ``warmup`` SGD epochs, then outer iterations (``inner_epochs`` SVRG epochs at
-        most each, counted as one).
-    tol, warmup, prox, init, random_state, n_jobs, verbose, callback
-        As in :func:`svrg`; after a warm-up, ``w_0 = z_0`` is the point it reached.
+    ``penalty``: as in :func:`svrg`; Catalyst's ``lambda`` is its l2 modulus ``c``. ``smoothing``:
+    the smoother and ``mu_0``. ``learning_rate``: SVRG step size at ``mu_0`` (the paper tunes it;
+    the estimator picks it automatically). ``mu_schedule``: ``mu_k`` constant (``"const"``,
+    Casimir-SVRG-const), ``mu_0 (1 - sqrt(q)/2)^{k/2}`` (``"expo"``, Cor. 18, the adaptive
+    variant) or ``mu_0 / k`` (``"linear"``, Cor. 20). ``kappa``: Catalyst's proximal weight; None
+    uses ``kappa = alpha`` (``q = 1/2``), the paper's Casimir-SVRG-adapt setting;
+    ``kappa_schedule`` ``{"const", "linear"}``. ``warm_start`` (``"prox-center"``,
+    ``"extrapolation"``, ``"prev-iterate"``): starting point of each inner SVRG epoch (§3.3).
 
-    Returns
-    -------
-    SmoothResult
-        ``coef`` is the last outer iterate ``w_K`` (an averaged SVRG iterate). History records
-        hold ``inner_epochs``, the SVRG epochs of the iteration.
-    """
+    ``scale_steps`` (default True): inner problem ``k`` uses ``learning_rate * max(mu_k / mu_0, 1
+    / k)``, the step following the smoothing: the smoothed hinge's gradient is ``A /
+    mu_k``-Lipschitz, so the step ``1 / L_k`` of Prop. 30 shrinks with ``mu_k`` (the spec's
+    practical prox-linear schedule does the same, ``L_k = k L_0``). The ``1 / k`` floor keeps the
+    steps' sum divergent under the geometric "expo" schedule, where steps following ``mu_k`` alone
+    would stall the iterates. False keeps ``learning_rate`` fixed, as the paper's experiments tune
+    it. On CoNLL-2000 (alpha = 1/n, "expo", one SGD warm-up epoch), a fixed step of 0.0074
+    reached the objective 0.039 after 10 epochs and 0.023 after 25; scaled steps from 0.0074
+    reached 0.020 and 0.0125, from 0.0147 0.017 and 0.0097.
+
+    ``inner_epochs`` (default 1): SVRG epochs per outer iteration: the paper's practical budget
+    ``T_budget = n`` steps is 1 (§3.2); with ``inner_test`` the cap. ``inner_test`` (default
+    False): stop each inner solve as soon as it is accurate in the sense of (26), by the test of
+    §3.2 (:func:`~sklearn_ssvm.solvers.catalyst.stopping_test` with ``delta_k`` of Cor. 17-20):
+    after each epoch, a full gradient at its output gives ``||grad F_{mu_k, kappa_k}(w;
+    z_{k-1})||`` (and the next epoch's snapshot). ``max_iter``: epochs: ``warmup`` SGD epochs,
+    then outer iterations (``inner_epochs`` SVRG epochs at most each, counted as one). ``tol``,
+    ``warmup``, ``prox``, ``init``, ``random_state``, ``n_jobs``, ``verbose``, ``callback`` as in
+    :func:`svrg`; after a warm-up, ``w_0 = z_0`` is the point it reached.
+
+    Returns a SmoothResult: ``coef`` is the last outer iterate ``w_K`` (an averaged SVRG
+    iterate); history records hold ``inner_epochs``, the SVRG epochs of the iteration."""
     if inner_epochs < 1:
         raise ValueError(f"inner_epochs must be >= 1, got {inner_epochs!r}.")
     rng = np.random.default_rng(random_state)
@@ -480,17 +447,13 @@ def sgd(problem, penalty, smoothing, *, learning_rate, schedule="linear", t0=Non
     """Stochastic subgradient descent (``smoothing.mu = 0``) or SGD on ``F_mu`` (spec 000
     §5.4), one oracle call per step, with the paper's schedules and averaging.
 
-    Parameters
-    ----------
-    schedule : {"const", "linear", "pegasos"}
-        See :func:`sgd_step_sizes`; ``t0`` defaults to ``n`` (the step halves after an epoch).
-    averaging : {"none", "uniform", "weighted"}
-        Return the last iterate, the uniform average, or the average with iterate ``t``
-        weighted by ``t`` (the paper's ``2/(T^2+T) sum_t t w_t``).
-    Other parameters as in :func:`svrg` (with an elastic net the steps are proximal and the
-    averages are those of the thresholded iterates); there is no certified gap (no dual
-    point), so SGD runs ``max_iter`` epochs unless the callback stops it.
-    """
+    ``schedule`` (``"const"``, ``"linear"``, ``"pegasos"``): see :func:`sgd_step_sizes`; ``t0``
+    defaults to ``n`` (the step halves after an epoch). ``averaging``: return the last iterate
+    (``"none"``), the uniform average (``"uniform"``), or the average with iterate ``t`` weighted
+    by ``t`` (``"weighted"``, the paper's ``2/(T^2+T) sum_t t w_t``). Other parameters as in
+    :func:`svrg` (with an elastic net the steps are proximal and the averages are those of the
+    thresholded iterates); there is no certified gap (no dual point), so SGD runs ``max_iter``
+    epochs unless the callback stops it."""
     if schedule not in SGD_SCHEDULES:
         raise ValueError(f"schedule must be one of {SGD_SCHEDULES}, got {schedule!r}.")
     if averaging not in SGD_AVERAGING:
@@ -621,17 +584,11 @@ class Stochastic(Solver):
     """:func:`sgd`, :func:`svrg` or :func:`casimir_svrg` behind the
     :class:`~sklearn_ssvm.solvers.base.Solver` protocol.
 
-    Parameters
-    ----------
-    method : {"sgd", "svrg", "casimir-svrg"}
-        The algorithm.
-    smoothing : Smoothing
-        The smoother and its ``mu``.
-    **settings
-        The keyword arguments of that function (``learning_rate``, ``max_iter``, ...) but
-        ``init``: ``solve(..., warm=result)`` starts at a previous result's ``coef``, without
-        the SGD warm-up epochs (the warm start is an informed snapshot).
-    """
+    ``method`` (``"sgd"``, ``"svrg"``, ``"casimir-svrg"``): the algorithm; ``smoothing``: the
+    smoother and its ``mu``; ``**settings``: the keyword arguments of that function
+    (``learning_rate``, ``max_iter``, ...) but ``init``: ``solve(..., warm=result)`` starts at a
+    previous result's ``coef``, without the SGD warm-up epochs (the warm start is an informed
+    snapshot)."""
 
     capabilities = capabilities.register("stochastic", capabilities.Capabilities(
         name="SmoothSSVMClassifier(solver='casimir-svrg', 'svrg' or 'sgd')",

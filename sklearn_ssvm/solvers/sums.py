@@ -260,15 +260,8 @@ class ExampleSums(ABC):
     def smoothed(self, coef, smoothing, gradient=True):
         """The mean smoothed loss ``mean_i w_i f_i(coef)`` (a float); with ``gradient``,
         ``(value, grad, dual_loss)``: its gradient and the mean expected task loss under the
-        smoothing weights (the dual point's loss term).
-
-        Parameters
-        ----------
-        coef : ndarray of shape (n_params,)
-        smoothing : Smoothing
-            The smoother (``solvers.smooth.Smoothing``; mu 0 with ``NONE``: the max oracle).
-        gradient : bool
-        """
+        smoothing weights (the dual point's loss term). ``coef`` (n_params,); ``smoothing``: the
+        smoother (``solvers.smooth.Smoothing``; mu 0 with ``NONE``: the max oracle)."""
 
     @abstractmethod
     def hinge(self, coef):
