@@ -1,6 +1,7 @@
 """Marginal inference by TRW Barrier Frank-Wolfe (spec 004 §5): exact references, MAP oracles,
 the spanning-tree polytope, the objective and its certificates, the algorithmic invariants."""
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -263,6 +264,18 @@ def test_tree_oracle_mixed_states():
     loopy = random_mrf(rng, 5, loopy_edges(5))
     with pytest.raises(ValueError, match="cycle"):
         TreeMAP()(loopy, np.zeros(loopy.dim))
+
+
+def test_an_image_sized_model_chooses_its_oracle_without_overflow_warnings():
+    """8 states on 32 x 32 pixels count 8**1024 assignments, past float64: the choice (and the
+    brute force's refusal) treat them as more than any limit, and warn of no overflow."""
+    edges = grid_edges(32, 32)
+    mrf = PairwiseMRF(np.full(1024, 8), edges, np.zeros((1024, 8)), np.zeros((len(edges), 8, 8)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert type(AutoMAP().choose(mrf)).__name__ == "TRWSThenMILPMAP"
+        with pytest.raises(ValueError, match="inf assignments exceed"):
+            BruteForceMAP()(mrf, np.zeros(mrf.dim))
 
 
 def test_graphcut_oracle():

@@ -13,7 +13,8 @@ __all__ = ["brute_force_marginals", "grid_marginals", "marginal_error"]
 
 
 def _n_configurations(mrf):
-    return float(np.prod(mrf.n_states.astype(np.float64)))
+    with np.errstate(over="ignore"):  # inf beyond float64: more than any limit, no warning
+        return float(np.prod(mrf.n_states.astype(np.float64)))
 
 
 def brute_force_marginals(mrf, max_configurations=2 ** 22):

@@ -21,6 +21,7 @@ from collections import namedtuple
 import numpy as np
 
 from .._kernels import mrf as K
+from ._exact import _n_configurations
 from ._graphcut import graphcut_map
 from ._spanning import initial_rho
 from .._kernels.trws import CERTIFIED, trws
@@ -106,7 +107,7 @@ class BruteForceMAP(_Oracle):
 
     def __call__(self, mrf, potentials, init=None):
         pot = _check_potentials(mrf, potentials)
-        n = float(np.prod(mrf.n_states.astype(np.float64)))
+        n = _n_configurations(mrf)
         if n > self.max_configurations:
             raise ValueError(f"BruteForceMAP: {n:.3g} assignments exceed "
                              f"max_configurations={self.max_configurations}.")
@@ -619,7 +620,7 @@ class AutoMAP(_Oracle):
     def _choose(self, mrf):
         if mrf.is_forest():
             return TreeMAP()
-        if np.prod(mrf.n_states.astype(np.float64)) <= self.max_configurations:
+        if _n_configurations(mrf) <= self.max_configurations:
             return BruteForceMAP(self.max_configurations)
         return TRWSThenMILPMAP()
 
