@@ -287,6 +287,25 @@ def graphcut_max_marginals(unary, edges, pairwise, constraints=None, return_map=
     return (table, labeling) if return_map else table
 
 
+def max_marginals_by_map(best, allowed):
+    """BMMF's max-marginals from a constrained MAP oracle: ``best(mask) -> (labeling, value)``
+    (``value`` -inf where the labeling breaks the mask), called once under ``allowed`` and once
+    per (node, other allowed state) with the node forced to it. Returns ``(table, labeling)``
+    as ``bmmf_topk``'s ``max_marginals_fn`` does (``-inf`` and -1 where a node has no state)."""
+    table = np.full(allowed.shape, -np.inf)
+    if not allowed.any(axis=1).all():
+        return table, np.full(allowed.shape[0], -1, dtype=np.int64)
+    labeling, value = best(allowed)
+    table[np.arange(allowed.shape[0]), labeling] = value
+    for v, s in zip(*np.nonzero(allowed)):
+        if s != labeling[v]:
+            forced = allowed.copy()
+            forced[v] = False
+            forced[v, s] = True
+            table[v, s] = best(forced)[1]
+    return table, labeling
+
+
 def bmmf_topk(max_marginals_fn, p, K, n_labels=2):
     """The K best distinct labelings by Best Max-Marginal First (spec 000 Algo. 10, Thm 46).
 

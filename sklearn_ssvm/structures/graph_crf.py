@@ -17,7 +17,8 @@ from .._kernels.maxflow import SUBMODULAR_SLACK
 from .._kernels.smoothed import ENTROPY, L2
 from .._kernels.threads import thread_map
 from .._validation import check_temperature
-from ..marginals._graphcut import _check_count, _check_edges, bmmf_topk, graphcut_max_marginals
+from ..marginals._graphcut import (_check_count, _check_edges, bmmf_topk, graphcut_max_marginals,
+                                   max_marginals_by_map)
 from ..marginals._mrf import PairwiseMRF, grid_edges
 from ..marginals._oracles import (AlphaExpansionMAP, AutoMAP, GraphCutMAP, ICMMAP, TRWSMAP,
                                  TreeMAP, check_map_oracle)
@@ -644,9 +645,6 @@ class GraphCRF(GraphStructure):
                                           mrf.edges,
                                           potentials[mrf.edge_offsets[0]:].reshape(-1, S, S),
                                           allowed, return_map=True)
-        table = np.full((mrf.n_nodes, S), -np.inf)
-        if not allowed.any(axis=1).all():
-            return table, np.full(mrf.n_nodes, -1, dtype=np.int64)
         far = 1.0 + 2.0 * np.abs(potentials).sum()
 
         def best(mask):
@@ -656,16 +654,7 @@ class GraphCRF(GraphStructure):
             ok = mask[np.arange(mrf.n_nodes), y].all()
             return y, (mrf.score(y, potentials) if ok else -np.inf)
 
-        y_best, value = best(allowed)
-        table[np.arange(mrf.n_nodes), y_best] = value
-        for v in range(mrf.n_nodes):
-            for s in np.flatnonzero(allowed[v]):
-                if s != y_best[v]:
-                    mask = allowed.copy()
-                    mask[v] = False
-                    mask[v, s] = True
-                    table[v, s] = best(mask)[1]
-        return table, y_best
+        return max_marginals_by_map(best, allowed)
 
     def _smoothed(self, example, coef, smoothing, augment=True):
         """Smoothed hinge of one example, its gradient, the expected loss and ``(oracle name,

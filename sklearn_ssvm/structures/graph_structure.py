@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
 from .._kernels.smoothed import NONE, TOP_K
-from ..marginals._graphcut import bmmf_topk
+from ..marginals._graphcut import bmmf_topk, max_marginals_by_map
 from ..smoothing import topk_smooth_max
 from ._problem import GraphProblem
 from .base import Structure
@@ -279,20 +279,8 @@ class GraphStructure(Structure):
             return labeling, (self._score(example, coef, labeling, augment)
                               if allowed[nodes, labeling].all() else -np.inf)
 
-        def max_marginals(allowed):
-            labeling, value = best(allowed)
-            table = np.full(allowed.shape, -np.inf)
-            for v, j in zip(*np.nonzero(allowed)):
-                if j == labeling[v]:
-                    table[v, j] = value
-                else:
-                    forced = allowed.copy()
-                    forced[v] = False
-                    forced[v, j] = True
-                    table[v, j] = best(forced)[1]
-            return table, labeling
-
-        labelings, scores = bmmf_topk(max_marginals, len(unary), K, len(self.classes_))
+        labelings, scores = bmmf_topk(lambda allowed: max_marginals_by_map(best, allowed),
+                                      len(unary), K, len(self.classes_))
         gold = float(self._phi(example, self.labeling(example)) @ coef)
         return labelings, scores, gold, (reports[0][0], all(exact for _, exact in reports))
 
