@@ -3,6 +3,7 @@ BCFW per pass, peak memory per node, passes to stop and accuracy, on grids of 32
 pixels and superpixel graphs of 100 to 1,000 nodes (``make_segmentation``, 8 states).
 
     python benchmarks/large_graphs.py [--configs grid32 grid64 grid128 sp100 sp300 sp1000]
+        [--max-iter PASSES]
 
 Each configuration runs in its own process (its peak memory is its own): the training set
 holds about 32,000 pixels (grids) or 20,000 nodes (superpixels), the test set a quarter of
@@ -17,7 +18,8 @@ that, from other seeds. It reports
   ratio to the floor, nanoseconds per node-state pair and sweep, and one call of BCFW's
   checks (TRW-S to its bound, at most 30 iterations, from zero messages): milliseconds and
   iterations;
-- ``BCFWStructuredSVM(GraphCRF(edge_features=True))`` at its defaults: wall and CPU seconds,
+- ``BCFWStructuredSVM(GraphCRF(edge_features=True))`` at its defaults (``--max-iter``: at that
+  many passes instead of 200): wall and CPU seconds,
   passes, seconds per pass, whether it stopped by itself (``converged_``), the gap and its
   relaxation's part relative to ``loss_scale_``, test pixel accuracy, and the fit's peak
   resident memory above what the process held before it (Linux's ``VmHWM`` after resetting
@@ -71,7 +73,7 @@ def resident(field):
     return int(line.split()[1]) * 1024  # kB
 
 
-def one(name):
+def one(name, max_iter):
     from sklearn_ssvm import BCFWStructuredSVM
     from sklearn_ssvm._kernels.trws import trws, trws_steps
     from sklearn_ssvm.datasets import make_segmentation
@@ -87,7 +89,8 @@ def one(name):
         small.predict_marginals(Xs)
     before = resident("VmRSS")
     reset_peak()
-    est = BCFWStructuredSVM(GraphCRF(n_states=N_STATES, edge_features=True), random_state=0)
+    est = BCFWStructuredSVM(GraphCRF(n_states=N_STATES, edge_features=True), random_state=0,
+                            max_iter=max_iter)
     wall, cpu = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -131,10 +134,11 @@ def one(name):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS))
+    parser.add_argument("--max-iter", type=int, default=200, help="BCFW's passes at most")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.one)))
+        print(json.dumps(one(args.one, args.max_iter)))
         return
     stream = bandwidth()
     print(f"stream bandwidth: {stream / 1e9:.1f} GB/s (numpy copy of 256 MB, median of 5)\n")
@@ -144,7 +148,8 @@ def main():
           "marginals us / node |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.configs:
-        out = subprocess.run([sys.executable, __file__, "--one", name], check=True,
+        out = subprocess.run([sys.executable, __file__, "--one", name, "--max-iter",
+                              str(args.max_iter)], check=True,
                              capture_output=True, text=True).stdout
         r = json.loads(out.strip().splitlines()[-1])
         floor = r["floor_bytes"] / stream

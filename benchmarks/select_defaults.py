@@ -19,6 +19,13 @@ Every figure is measured on development data, never on a test set:
 - ``binary``: a9a, 3-fold cross-validation on the training set: accuracy by alpha.
 - ``graphs``: snakes of 5x5 to 12x12 pixels (``make_snakes``), training / development seeds:
   pooled pixel accuracy of ``GraphCRF`` with the count and the normalised loss by alpha.
+- ``graph-alpha``: ``BCFWStructuredSVM(GraphCRF(...))`` at ``alpha = c R^2`` per unit of the
+  loss scale (``R^2`` the problem's ``squared_radius``) and at the former ``1/n`` rule, on
+  snakes, rectangles, superpixel graphs of 100, 300 and 1,000 nodes and 32x32 grids
+  (``make_segmentation``, 8 states), each with a training and a development seed (the test
+  seeds of ``graph_defaults.py``, ``grid_install.py`` and ``large_graphs.py`` unused): pooled
+  pixel accuracy on the development set once the fit stops by itself (at most 2,000 passes),
+  and the passes it took.
 - ``smooth``: ``SmoothSSVMClassifier(ChainCRF())`` with and without early stopping on the
   two CoNLL tasks as above.
 
@@ -38,7 +45,8 @@ from sklearn_ssvm.metrics import chunk_f1_score
 from sequence_labelling import DEFAULT_DATA, load
 
 ALPHAS = [1e-4, 2e-4, 3e-4, 5e-4, 7e-4, 1e-3, 2e-3]
-SECTIONS = ("chains", "tol", "ocr", "multilabel", "binary", "graphs", "smooth")
+SECTIONS = ("chains", "tol", "ocr", "multilabel", "binary", "graphs", "graph-alpha",
+            "smooth")
 
 
 def conll_splits(task, data):
@@ -243,6 +251,46 @@ def graphs():
                   f"{100 * acc:.2f}", flush=True)
 
 
+def graph_sets():
+    """``{name: (training set, development set, GraphCRF parameters)}`` of ``graph-alpha``."""
+    from graph_data import rectangles
+    from sklearn_ssvm.datasets import make_segmentation, make_snakes
+
+    snakes = dict(shape=(8, 8), n_segments=10)
+    sets = {"snakes 200": (make_snakes(200, random_state=0, **snakes),
+                           make_snakes(100, random_state=1, **snakes),
+                           dict(edge_features=True, directed=True)),
+            "rectangles 40": (rectangles(40, 0), rectangles(40, 3), {})}
+    for name, n, shape in (("superpixels 100", 60, dict(n_nodes=100)),
+                           ("superpixels 300", 60, dict(n_nodes=300)),
+                           ("superpixels 1000", 20, dict(n_nodes=1000)),
+                           ("grid 32x32", 32, dict(shape=(32, 32)))):
+        sets[f"{name} x {n}"] = (make_segmentation(n, random_state=0, **shape),
+                                 make_segmentation(n // 4, random_state=3, **shape),
+                                 dict(edge_features=True))
+    return sets
+
+
+def graph_alpha():
+    from sklearn_ssvm.structures import GraphCRF
+
+    cs = (1e-5, 5e-5, 1e-4, 2e-4, 1e-3)
+    print("\nGraphCRF at alpha = c R^2 per unit of the loss scale, at most 2000 passes: "
+          "development pixel accuracy (passes to stop; '-': not stopped)")
+    print("| data | R^2 | 1/n | " + " | ".join(f"c = {c:g}" for c in cs) + " |")
+    print("|---" * (len(cs) + 3) + "|")
+    for name, ((X, Y), (X_dev, Y_dev), params) in graph_sets().items():
+        problem = GraphCRF(**params).prepare(X, Y)
+        radius, scale = problem.squared_radius(), problem.loss_scale()
+        cells = []
+        for alpha in [1 / (len(X) * scale)] + [c * radius / scale for c in cs]:
+            est = BCFWStructuredSVM(GraphCRF(**params), alpha=alpha, max_iter=2000,
+                                    random_state=0).fit(X, Y)
+            acc = np.mean(np.concatenate(est.predict(X_dev)) == np.concatenate(Y_dev))
+            cells.append(f"{100 * acc:.2f} ({est.n_iter_ if est.converged_ else '-'})")
+        print(f"| {name} | {radius:.3g} | " + " | ".join(cells) + " |", flush=True)
+
+
 def smooth(data):
     for task in ("ner", "chunking"):
         splits = conll_splits(task, data)
@@ -264,7 +312,7 @@ def main():
     for section in args.sections:
         run = {"chains": lambda: chains(args.data), "tol": lambda: tol(args.data),
                "ocr": ocr, "multilabel": lambda: multilabel(args.data),
-               "binary": lambda: binary(args.data), "graphs": graphs,
+               "binary": lambda: binary(args.data), "graphs": graphs, "graph-alpha": graph_alpha,
                "smooth": lambda: smooth(args.data)}[section]
         run()
 
