@@ -312,6 +312,29 @@ def test_three_estimators_agree_within_their_certified_gaps():
     assert all(est.converged_ for est in fits[:3])
 
 
+def test_default_alpha_follows_the_feature_scale():
+    """``alpha=None`` on graphs is ``1e-4 R^2`` per unit of the loss scale, ``R^2`` the mean
+    bound ``2 ||F||^2 + 2 ||sum_e E_e||^2`` on ``||phi(x, y) - phi(x, y')||^2``: features
+    scaled by ``s`` scale it by ``s^2``, the same model (``P(w / s)`` on ``s X`` at ``s^2``
+    alpha is ``P(w)``), as every estimator of the objective takes it."""
+    rng = np.random.default_rng(11)
+    X, Y = segmentation_data(rng, 6, 3, shape=(2, 3))
+    X = [(f, e, np.abs(rng.normal(size=(len(e), 2)))) for f, e in X]
+    radius = np.mean([2 * np.sum(f ** 2) + 2 * np.sum(ef.sum(axis=0) ** 2) for f, _, ef in X])
+    crf = GraphCRF(edge_features=True)
+    assert crf.prepare(X, Y).default_alpha() == pytest.approx(1e-4 * radius / 6)
+    scaled = [(10 * f, e, 10 * ef) for f, e, ef in X]
+    fits = [BMRMStructuredSVM(GraphCRF(edge_features=True), tol=1e-6).fit(data, Y)
+            for data in (X, scaled)]
+    assert fits[0].alpha_ == pytest.approx(1e-4 * radius / 6)
+    assert fits[1].alpha_ == pytest.approx(100 * fits[0].alpha_)
+    assert all(est.converged_ and est.gap_certified_ for est in fits)
+    assert abs(fits[1].primal_objective_ - fits[0].primal_objective_) <= \
+        fits[0].duality_gap_ + fits[1].duality_gap_ + 1e-9
+    assert BCFWStructuredSVM(GraphCRF(edge_features=True), max_iter=2).fit(X, Y).alpha_ == \
+        fits[0].alpha_
+
+
 def test_large_graphs_step_without_gram_matrices():
     """Trees of 30-40 nodes with 2 features store no node Gram matrix (it would hold T^2
     numbers for 2 T of features): BCFW's line searches form ``X_i^T D`` instead, on dense,

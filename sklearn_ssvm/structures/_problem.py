@@ -29,6 +29,12 @@ FEATURE_ALPHA = 1e-3
 #: objective is the mean length times a per-token one regularised by ``alpha / mean length``):
 #: long sentences need it (CoNLL-2000 by 3-fold CV on train); benchmarks/select_defaults.py
 TOKEN_ALPHA = 4.5e-5
+#: ``alpha=None`` for graphs per unit of the largest loss and of ``R^2``, the mean bound on
+#: ``||phi(x, y) - phi(x, y')||^2`` (``GraphProblem.squared_radius``): the largest ``c`` whose
+#: development accuracy is within half a point of the best fit that stopped by itself on
+#: snakes, rectangles, superpixel graphs and grids (benchmarks/select_defaults.py --sections
+#: graph-alpha); ``1 / n`` was 270 to 49,000 times smaller there
+GRAPH_ALPHA = 1e-4
 
 _EMPTY_EDGES = np.zeros((0, 2), dtype=np.int64)
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
@@ -133,9 +139,10 @@ class ExampleWeights:
         ``max(LOSS_ALPHA, TOKEN_ALPHA T^2)`` with ``T`` the mean length (0.01 per unit of the
         largest loss, and at least 4.5e-5 per token of the counting loss); for multi-label
         data ``FEATURE_ALPHA R^2`` (1e-3 times the mean squared norm of an example's
-        features, so that scaling the features scales ``alpha`` alike); otherwise
-        ``1 / n_samples`` (binary and multi-class SVMs: ``LinearSVC``'s ``C = 1``). Measured in
-        ``benchmarks/select_defaults.py``.
+        features, so that scaling the features scales ``alpha`` alike); for graphs
+        ``GRAPH_ALPHA R^2`` (1e-4 times the mean bound on ``||phi(x, y) - phi(x, y')||^2``);
+        otherwise ``1 / n_samples`` (binary and multi-class SVMs: ``LinearSVC``'s ``C = 1``).
+        Measured in ``benchmarks/select_defaults.py``.
 
         Returns
         -------
@@ -883,8 +890,13 @@ class GraphProblem(ExampleWeights):
 
     def squared_radius(self):
         """Mean over examples of a bound on ``||phi(x, y) - phi(x, y')||^2``."""
-        return float(np.mean([self.structure._squared_radius(example)
-                              for example in self.examples]))
+        return float(np.mean(self._squared_radii()))
+
+    def _squared_radii(self):
+        return np.array([self.structure._squared_radius(example) for example in self.examples])
+
+    def _alpha_rule(self):
+        return GRAPH_ALPHA * max(self.weighted_mean(self._squared_radii()), np.finfo(float).tiny)
 
     def truth_stats(self):
         """The dual state at the true labelings, ``M_i = E[phi(y)] - phi(y_i) = 0`` (also SGD's
