@@ -15,7 +15,7 @@ and the fit reports the part of its duality gap that TRW-S's relaxation leaves
 
     python examples/plot_graph_crf_superpixels.py [output.png]
 
-Takes about half a minute.
+Takes about ten seconds.
 """
 import sys
 import warnings
