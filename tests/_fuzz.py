@@ -67,6 +67,9 @@ BAD_PARAMS = {
                ("solver", ["newton", None]),
                ("fit_intercept", ["yes"]), ("loss", ["squared"])],
 }
+#: BCFW's max_iter=None is its pass budget rule
+BAD_PARAMS["bcfw"] = [(name, [v for v in values if v is not None] if name == "max_iter"
+                       else values) for name, values in BAD_PARAMS["structured"]]
 DEFECTS = ["nan", "inf", "huge", "tiny", "int", "bool", "float32", "complex", "object", "str",
            "sparse", "3d", "ragged", "no features", "empty", "empty example", "label types",
            "none label", "nan label", "one class", "unseen labels", "length mismatch",
@@ -228,7 +231,8 @@ def apply_defect(defect, kind, X, Y, est, draw, rng):
         X[0] = spoil_edges(X[0], draw(st.sampled_from(BAD_EDGES)))
     elif defect == "bad param":
         family = ("pragam" if isinstance(est, PragamSVC) else "crf"
-                  if isinstance(est, CRFClassifier) else "structured")
+                  if isinstance(est, CRFClassifier) else "bcfw"
+                  if isinstance(est, BCFWStructuredSVM) else "structured")
         name, values = draw(st.sampled_from(BAD_PARAMS[family]))
         est.set_params(**{name: draw(st.sampled_from(values))})
     elif defect == "warm refit":

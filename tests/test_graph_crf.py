@@ -7,8 +7,12 @@ import warnings
 import numpy as np
 import pytest
 
+from sklearn.exceptions import ConvergenceWarning
+
 from sklearn_ssvm import BCFWStructuredSVM, BMRMStructuredSVM, SmoothSSVMClassifier
+from sklearn_ssvm.datasets import make_segmentation
 from sklearn_ssvm.marginals import ICMMAP, TRWSMAP
+from sklearn_ssvm.solvers.bcfw import pass_budget
 from sklearn_ssvm.structures import ChainCRF, GraphCRF, MulticlassSVM, grid_graph
 
 EXACT = ["auto", "brute_force", "milp"]
@@ -333,6 +337,25 @@ def test_default_alpha_follows_the_feature_scale():
         fits[0].duality_gap_ + fits[1].duality_gap_ + 1e-9
     assert BCFWStructuredSVM(GraphCRF(edge_features=True), max_iter=2).fit(X, Y).alpha_ == \
         fits[0].alpha_
+
+
+def test_default_budget_lets_few_graphs_stop_by_themselves():
+    """``max_iter=None`` allows 200 passes or 100,000 block steps (``pass_budget``): three
+    5 x 5 binary images need thousands of passes (some 20,000 steps) at the defaults, and
+    stop by themselves with a certified gap, where 200 passes stop short with a
+    ``ConvergenceWarning``; from 500 examples on the budget is 200 passes."""
+    X, Y = make_segmentation(3, shape=(5, 5), n_states=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = BCFWStructuredSVM(GraphCRF(edge_features=True), random_state=0).fit(X, Y)
+    assert est.max_iter_ == pass_budget(3) == 33334
+    assert est.converged_ and est.gap_certified_ and 200 < est.n_iter_ < est.max_iter_
+    assert est.duality_gap_ - est.relaxation_gap_ <= est.tol * est.loss_scale_
+    with pytest.warns(ConvergenceWarning, match="max_iter=200"):
+        short = BCFWStructuredSVM(GraphCRF(edge_features=True), random_state=0,
+                                  max_iter=200).fit(X, Y)
+    assert short.n_iter_ == short.max_iter_ == 200 and not short.converged_
+    assert pass_budget(499) == 201 and pass_budget(500) == pass_budget(10 ** 5) == 200
 
 
 def test_large_graphs_step_without_gram_matrices():

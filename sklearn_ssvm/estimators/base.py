@@ -166,7 +166,7 @@ class StructuredEstimator(BaseEstimator):
             gap = (f"its duality gap is {gap:.3g}{part} > tol * loss_scale_ = {self.tol} * "
                    f"{self.loss_scale_:.3g}" if np.isfinite(gap)
                    else "no duality gap was certified")
-            warnings.warn(f"{type(self).__name__} stopped at max_iter={self.max_iter}: {gap}. "
+            warnings.warn(f"{type(self).__name__} stopped at max_iter={self._budget()}: {gap}. "
                           f"Increase max_iter (or tol) for a certified fit.",
                           ConvergenceWarning)
         return self
@@ -239,8 +239,12 @@ class StructuredEstimator(BaseEstimator):
         """The regularisation of ``alpha=None``."""
         return problem.default_alpha()
 
+    def _budget(self):
+        """The iterations the last fit was allowed."""
+        return self.max_iter
+
     def _stopped_at_max_iter(self):
-        return not self.converged_ and self.n_iter_ >= self.max_iter
+        return not self.converged_ and self.n_iter_ >= self._budget()
 
     def _penalty(self, alpha, problem):
         """The fit's regulariser at ``alpha`` on the examples of ``problem``: ``penalty``

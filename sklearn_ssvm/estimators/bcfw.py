@@ -4,7 +4,7 @@ from numbers import Integral, Real
 from sklearn.base import clone
 
 from .._validation import Interval, Options
-from ..solvers.bcfw import BCFW, BCFWResult, transfer_blocks
+from ..solvers.bcfw import BCFW, BCFWResult, pass_budget, transfer_blocks
 from ..solvers.bcfw_cluster import BCFWCluster
 from .base import StructuredEstimator, training_key
 
@@ -46,12 +46,17 @@ class BCFWStructuredSVM(StructuredEstimator):
         line search stays exact (on the piecewise quadratic dual, over the coordinates the step
         moves) and so does the duality gap; ``coef_`` has exact zeros. Not with
         ``coef_bounds``; a warm start keeps the dual point as it is.
-    max_iter : int, default=200
-        Maximum number of passes over the data (n block steps each). Sequences and flat data
-        reach ``tol`` in far fewer (CoNLL-2003 18 passes, CoNLL-2000 27, OCR 74); loopy graphs,
-        whose certified gap cannot reach ``tol`` (TRW-S's bound stays above the maxima where
-        the relaxation is not tight), run them all: 200 passes bring the 200 snakes of
-        ``benchmarks/graph_defaults.py`` to a certified relative gap of 0.020 (100: 0.032).
+    max_iter : int or None, default=None
+        Maximum number of passes over the data (n block steps each). None: 200 passes, or
+        100,000 block steps (``ceil(1e5 / n)`` passes) where that is more, with fewer than 500
+        examples (:func:`~sklearn_ssvm.solvers.bcfw.pass_budget`): BCFW's rate is per step
+        (Lacoste-Julien et al. 2013, Thm. 2), and at the scale-free ``alpha`` the steps to
+        ``tol`` do not shrink with ``n``. Sequences and flat data reach ``tol`` in far fewer
+        passes (CoNLL-2003 18, CoNLL-2000 27, OCR 74), and so do the 200 snakes of
+        ``benchmarks/graph_defaults.py`` (74); fits of few graphs take many (2 images of
+        128 x 128 pixels: 4,450 passes, 8,900 steps; graph fits that stopped by themselves
+        took 8,900 to 58,400 steps, ``benchmarks/select_defaults.py --sections pass-budget``).
+        The budget used is ``max_iter_``.
     tol : float, default=3e-3
         Stop when the certified duality gap is below ``tol`` times ``loss_scale_``, the zero
         model's objective ``P(0) = mean_i max_y L(y_i, y)`` (a relative precision, the same for
@@ -150,6 +155,8 @@ class BCFWStructuredSVM(StructuredEstimator):
         The regularisation used.
     n_iter_ : int
         Passes made.
+    max_iter_ : int
+        The passes allowed: ``max_iter``, or its rule's value for these data with ``None``.
     n_oracle_calls_ : int
         Max-oracle calls, exact-gap passes included (``n_oracle_calls_ / n`` are the paper's
         effective passes).
@@ -198,6 +205,7 @@ class BCFWStructuredSVM(StructuredEstimator):
     _parameter_constraints = {
         **StructuredEstimator._parameter_constraints,
         "l1_ratio": [Interval(Real, 0, 1, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "gap_check": [Interval(Integral, 1, None, closed="left")],
         "sampling": [Options({"gap", "uniform", "perm"})],
         "step": [Options({"fw", "pairwise", "away"})],
@@ -209,7 +217,7 @@ class BCFWStructuredSVM(StructuredEstimator):
         "cluster": ["boolean"],
     }
 
-    def __init__(self, structure, alpha=None, l1_ratio=0.0, max_iter=200, tol=3e-3,
+    def __init__(self, structure, alpha=None, l1_ratio=0.0, max_iter=None, tol=3e-3,
                  gap_check=10, sampling="gap", step="pairwise", cache="auto", cache_size=50,
                  max_active=64, coef_bounds=None, averaging=False, random_state=None, verbose=0,
                  warm_start=False, n_jobs=None, cluster=False, penalty=None):
@@ -244,11 +252,20 @@ class BCFWStructuredSVM(StructuredEstimator):
         bounds = self.coef_bounds
         if isinstance(bounds, str):  # "positive_pairwise": the structure's attractive box
             bounds = problem.pairwise_bounds()
-        return BCFW(max_iter=self.max_iter, tol=self.tol * loss_scale, gap_check=self.gap_check,
-                    sampling=self.sampling, step=self.step, cache=self._cache(problem),
-                    cache_size=self.cache_size, max_active=self.max_active, bounds=bounds,
+        return BCFW(max_iter=self._max_passes(problem), tol=self.tol * loss_scale,
+                    gap_check=self.gap_check, sampling=self.sampling, step=self.step,
+                    cache=self._cache(problem), cache_size=self.cache_size,
+                    max_active=self.max_active, bounds=bounds,
                     averaging=self.averaging, random_state=self.random_state,
                     n_jobs=self.n_jobs, verbose=self.verbose)
+
+    def _max_passes(self, problem):
+        """The passes (cluster: rounds) of a fit on ``problem``."""
+        return pass_budget(problem.n_samples) if self.max_iter is None else self.max_iter
+
+    def _budget(self):
+        """``max_iter_``: ``max_iter=None`` resolved for the fit's examples."""
+        return self.max_iter_
 
     def _cluster_solver(self, problem, loss_scale):
         """``cluster=True``: the cluster's solver, refusing (before any fit) what it does not
@@ -259,7 +276,7 @@ class BCFWStructuredSVM(StructuredEstimator):
         if self.cache is True:  # "auto": none on the compiled structures it trains
             raise ValueError("cluster=True runs without the oracle cache: set cache=False "
                              "(or 'auto').")
-        return BCFWCluster(max_iter=self.max_iter, tol=self.tol * loss_scale,
+        return BCFWCluster(max_iter=self._max_passes(problem), tol=self.tol * loss_scale,
                            gap_check=self.gap_check, step=self.step, sampling=self.sampling,
                            max_active=self.max_active, random_state=self.random_state)
 
@@ -282,7 +299,8 @@ class BCFWStructuredSVM(StructuredEstimator):
                 # kept, still feasible)
                 warm = solver.rescaled(problem, warm, alpha / previous.alpha_)
         result = solver.solve(problem, self._penalty(alpha, problem), warm=warm)
-        return self._fitted(result, _data_key=data_key, n_oracle_calls_=result.n_oracle_calls,
+        return self._fitted(result, _data_key=data_key, max_iter_=solver.settings["max_iter"],
+                            n_oracle_calls_=result.n_oracle_calls,
                             primal_objective_=result.objective,
                             dual_objective_=result.dual_objective,
                             n_cache_hits_=result.n_cache_hits,

@@ -212,7 +212,7 @@ class _CrossValidated:
             refit._fit_prepared(structure, problem, X, Y, previous=refit._warm_start_from(
                 best["fits"][-1], trains[-1], problem) if warm else None)
             if refit._stopped_at_max_iter():
-                warnings.warn(f"The refit stopped at max_iter={refit.max_iter} before its "
+                warnings.warn(f"The refit stopped at max_iter={refit._budget()} before its "
                               f"duality gap reached tol={refit.tol} (relative).",
                               ConvergenceWarning)
             for name, value in vars(refit).items():

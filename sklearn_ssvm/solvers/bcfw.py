@@ -523,6 +523,21 @@ def _step_threads(problem, averaging, bounded):
         yield executor, threads
 
 
+#: the budget of ``max_iter=None``: BCFW's rate is per block step (Lacoste-Julien et al. 2013,
+#: Thm. 2: ``2n (C + h0) / (k + 2n)`` after ``k`` steps with ``C <= 4 R^2 / (lambda n)``), so
+#: the steps to a relative gap do not shrink with ``n``: graph fits that stopped by themselves
+#: took 8,900 to 58,400 steps on 1 to 200 examples, that is 74 to 22,170 passes
+#: (``benchmarks/select_defaults.py --sections pass-budget``)
+MIN_PASSES = 200
+STEP_BUDGET = 100_000
+
+
+def pass_budget(n_samples):
+    """The passes of ``max_iter=None`` over ``n_samples`` blocks: ``MIN_PASSES``, or
+    ``STEP_BUDGET`` block steps where that is more (fewer than 500 blocks)."""
+    return max(MIN_PASSES, -(-STEP_BUDGET // max(int(n_samples), 1)))
+
+
 SAMPLINGS = ("gap", "uniform", "perm")
 STEPS = {"fw": FW, "pairwise": PAIRWISE, "away": AWAY}
 
