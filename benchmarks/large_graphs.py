@@ -3,7 +3,7 @@ BCFW per pass, peak memory per node, passes to stop and accuracy, on grids of 32
 pixels and superpixel graphs of 100 to 1,000 nodes (``make_segmentation``, 8 states).
 
     python benchmarks/large_graphs.py [--configs grid32 grid64 grid128 sp100 sp300 sp1000]
-        [--max-iter PASSES]
+        [--max-iter PASSES] [--bmrm]
 
 Each configuration runs in its own process (its peak memory is its own): the training set
 holds about 32,000 pixels (grids) or 20,000 nodes (superpixels), the test set a quarter of
@@ -18,15 +18,20 @@ that, from other seeds. It reports
   ratio to the floor, nanoseconds per node-state pair and sweep, and one call of BCFW's
   checks (TRW-S to its bound, at most 30 iterations, from zero messages): milliseconds and
   iterations;
-- ``BCFWStructuredSVM(GraphCRF(edge_features=True))`` at its defaults (``--max-iter``: at that
-  many passes instead of 200): wall and CPU seconds,
-  passes, seconds per pass, whether it stopped by itself (``converged_``), the gap and its
+- ``BCFWStructuredSVM(GraphCRF(edge_features=True))`` at its defaults (``--max-iter``: at most
+  that many passes instead of ``max_iter=None``'s budget): wall and CPU seconds, passes and
+  the budget, block steps (passes times images), seconds per pass, whether it stopped by
+  itself (``converged_``), the gap and its
   relaxation's part relative to ``loss_scale_``, test pixel accuracy, and the fit's peak
   resident memory above what the process held before it (Linux's ``VmHWM`` after resetting
   it), over the nodes of the training set (bytes per node);
 - ``predict_marginals`` on the test set (TRW's pseudo-marginals): microseconds per node, on
   graphs of at most 16,384 nodes (TRW's spanning-tree weights: the exact uniform ones up to
   2,048 nodes, an average of random spanning trees beyond).
+
+``--bmrm``: ``BMRMStructuredSVM(GraphCRF(edge_features=True))`` at its defaults instead, beside
+BCFW's figures above: wall seconds, iterations, whether it stopped by itself, whether its gap
+is certified (BMRM's gap takes TRW-S's labelings, not its bounds) and test pixel accuracy.
 
 numba compiles in a small warm-up fit first: the timings are warm.
 """
@@ -73,15 +78,43 @@ def resident(field):
     return int(line.split()[1]) * 1024  # kB
 
 
+def data(name):
+    """The training and test sets of configuration ``name``."""
+    from sklearn_ssvm.datasets import make_segmentation
+
+    params, n_train, n_test = CONFIGS[name]
+    return (make_segmentation(n_train, n_states=N_STATES, random_state=0, **params)
+            + make_segmentation(n_test, n_states=N_STATES, random_state=1, **params))
+
+
+def one_bmrm(name):
+    from sklearn_ssvm import BMRMStructuredSVM
+    from sklearn_ssvm.datasets import make_segmentation
+    from sklearn_ssvm.structures import GraphCRF
+
+    X, Y, X_test, Y_test = data(name)
+    with warnings.catch_warnings():  # compile
+        warnings.simplefilter("ignore")
+        Xs, Ys = make_segmentation(2, shape=(6, 6), n_states=N_STATES, random_state=2)
+        BMRMStructuredSVM(GraphCRF(edge_features=True), max_iter=2).fit(Xs, Ys)
+    est = BMRMStructuredSVM(GraphCRF(n_states=N_STATES, edge_features=True))
+    wall = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, Y)
+    wall = time.perf_counter() - wall
+    accuracy = np.mean(np.concatenate(est.predict(X_test)) == np.concatenate(Y_test))
+    return dict(name=name, wall=wall, iterations=est.n_iter_, converged=bool(est.converged_),
+                certified=bool(est.gap_certified_), accuracy=accuracy)
+
+
 def one(name, max_iter):
     from sklearn_ssvm import BCFWStructuredSVM
     from sklearn_ssvm._kernels.trws import trws, trws_steps
     from sklearn_ssvm.datasets import make_segmentation
     from sklearn_ssvm.structures import GraphCRF
 
-    params, n_train, n_test = CONFIGS[name]
-    X, Y = make_segmentation(n_train, n_states=N_STATES, random_state=0, **params)
-    X_test, Y_test = make_segmentation(n_test, n_states=N_STATES, random_state=1, **params)
+    X, Y, X_test, Y_test = data(name)
     with warnings.catch_warnings():  # compile
         warnings.simplefilter("ignore")
         Xs, Ys = make_segmentation(2, shape=(6, 6), n_states=N_STATES, random_state=2)
@@ -123,9 +156,10 @@ def one(name, max_iter):
     call = time.perf_counter() - start
     n, m, S = mrf.n_nodes, mrf.n_edges, N_STATES
     floor_bytes = 8 * (n * S + m * S * S + 3 * m * S)
-    return dict(name=name, nodes=n, edges=m, images=n_train, per_sweep=per_sweep,
+    return dict(name=name, nodes=n, edges=m, images=len(X), per_sweep=per_sweep,
                 floor_bytes=floor_bytes, per_pair_ns=per_sweep / (n * S) * 1e9, call=call,
                 call_iter=int(n_iter), wall=wall, cpu=cpu, passes=est.n_iter_,
+                budget=est.max_iter_,
                 converged=bool(est.converged_), gap=est.duality_gap_ / est.loss_scale_,
                 relaxation=est.relaxation_gap_ / est.loss_scale_, accuracy=accuracy,
                 bytes_per_node=memory, marginals_us=marginals_us)
@@ -134,29 +168,43 @@ def one(name, max_iter):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS))
-    parser.add_argument("--max-iter", type=int, default=200, help="BCFW's passes at most")
+    parser.add_argument("--max-iter", type=int, help="BCFW's passes at most (default: its "
+                        "max_iter=None rule)")
+    parser.add_argument("--bmrm", action="store_true", help="BMRM at its defaults instead")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.one, args.max_iter)))
+        print(json.dumps(one_bmrm(args.one) if args.bmrm else one(args.one, args.max_iter)))
+        return
+    if args.bmrm:
+        print("| graph | BMRM fit wall s | iterations | stopped by itself | gap certified | "
+              "test accuracy |")
+        print("|---|---|---|---|---|---|")
+        for name in args.configs:
+            out = subprocess.run([sys.executable, __file__, "--one", name, "--bmrm"],
+                                 check=True, capture_output=True, text=True).stdout
+            r = json.loads(out.strip().splitlines()[-1])
+            print(f"| {name} | {r['wall']:.1f} | {r['iterations']} | {r['converged']} | "
+                  f"{r['certified']} | {r['accuracy']:.4f} |", flush=True)
         return
     stream = bandwidth()
     print(f"stream bandwidth: {stream / 1e9:.1f} GB/s (numpy copy of 256 MB, median of 5)\n")
     print("| graph | nodes x images | TRW-S ms / sweep | floor ms | ratio | ns / node-state | "
-          "check call ms (iterations) | fit wall s (CPU) | passes | s / pass | stopped by "
-          "itself | gap | relaxation's part | test accuracy | fit bytes / node | "
+          "check call ms (iterations) | fit wall s (CPU) | passes (budget) | steps | s / pass | "
+          "stopped by itself | gap | relaxation's part | test accuracy | fit bytes / node | "
           "marginals us / node |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.configs:
-        out = subprocess.run([sys.executable, __file__, "--one", name, "--max-iter",
-                              str(args.max_iter)], check=True,
+        budget = [] if args.max_iter is None else ["--max-iter", str(args.max_iter)]
+        out = subprocess.run([sys.executable, __file__, "--one", name] + budget, check=True,
                              capture_output=True, text=True).stdout
         r = json.loads(out.strip().splitlines()[-1])
         floor = r["floor_bytes"] / stream
         print(f"| {name} | {r['nodes']} x {r['images']} | {r['per_sweep'] * 1e3:.2f} | "
               f"{floor * 1e3:.2f} | {r['per_sweep'] / floor:.1f} | {r['per_pair_ns']:.1f} | "
               f"{r['call'] * 1e3:.1f} ({r['call_iter']}) | {r['wall']:.1f} ({r['cpu']:.1f}) | "
-              f"{r['passes']} | {r['wall'] / r['passes']:.3f} | {r['converged']} | "
+              f"{r['passes']} ({r['budget']}) | {r['passes'] * r['images']} | "
+              f"{r['wall'] / r['passes']:.3f} | {r['converged']} | "
               f"{r['gap']:.3g} | {r['relaxation']:.3g} | {r['accuracy']:.4f} | "
               f"{r['bytes_per_node']:.0f} | {r['marginals_us']:.1f} |", flush=True)
 

@@ -1,7 +1,7 @@
 """The evidence behind the defaults: loss, step rule, ``tol``, ``alpha=None``, early stopping.
 
     python benchmarks/select_defaults.py [--sections chains tol ocr multilabel binary graphs
-        smooth] [--data ../shared/datasets]
+        graph-alpha pass-budget smooth] [--data ../shared/datasets]
 
 Every figure is measured on development data, never on a test set:
 
@@ -26,6 +26,11 @@ Every figure is measured on development data, never on a test set:
   seeds of ``graph_defaults.py``, ``grid_install.py`` and ``large_graphs.py`` unused): pooled
   pixel accuracy on the development set once the fit stops by itself (at most 2,000 passes),
   and the passes it took.
+- ``pass-budget``: ``BCFWStructuredSVM(GraphCRF(...))`` at its defaults but ``max_iter``
+  (twice ``max_iter=None``'s budget) on the training sets of ``graph-alpha``, of
+  ``large_graphs.py``'s 200 superpixel graphs and 64x64 and 128x128 grids, and on small images
+  (``make_segmentation``, 2 to 4 states): the passes and block steps each fit took to stop by
+  itself, and its seconds.
 - ``smooth``: ``SmoothSSVMClassifier(ChainCRF())`` with and without early stopping on the
   two CoNLL tasks as above.
 
@@ -46,7 +51,7 @@ from sequence_labelling import DEFAULT_DATA, load
 
 ALPHAS = [1e-4, 2e-4, 3e-4, 5e-4, 7e-4, 1e-3, 2e-3]
 SECTIONS = ("chains", "tol", "ocr", "multilabel", "binary", "graphs", "graph-alpha",
-            "smooth")
+            "pass-budget", "smooth")
 
 
 def conll_splits(task, data):
@@ -291,6 +296,43 @@ def graph_alpha():
         print(f"| {name} | {radius:.3g} | " + " | ".join(cells) + " |", flush=True)
 
 
+def pass_budget_sets():
+    """``{name: (training set, GraphCRF parameters)}`` of ``pass-budget``."""
+    from sklearn_ssvm.datasets import make_segmentation
+
+    sets = {name: (train, params) for name, (train, _, params) in graph_sets().items()}
+    for name, n, shape in (("superpixels 100", 200, dict(n_nodes=100)),
+                           ("grid 64x64", 8, dict(shape=(64, 64))),
+                           ("grid 128x128", 2, dict(shape=(128, 128)))):
+        sets[f"{name} x {n}"] = (make_segmentation(n, random_state=0, **shape),
+                                 dict(edge_features=True))
+    for n, shape, states in ((2, (4, 4), 2), (3, (5, 5), 2), (1, (6, 6), 3), (2, (12, 12), 4),
+                             (2, (16, 16), 4)):
+        sets[f"grid {shape[0]}x{shape[1]} x {n}, {states} states"] = (
+            make_segmentation(n, shape=shape, n_states=states, random_state=0),
+            dict(edge_features=True))
+    return sets
+
+
+def pass_budget():
+    from sklearn_ssvm.solvers.bcfw import pass_budget as budget
+    from sklearn_ssvm.structures import GraphCRF
+
+    print("\nGraphCRF at the defaults, at most twice max_iter=None's passes: passes and block "
+          "steps to stop by themselves")
+    print("| data | nodes | budget (passes) | passes | steps | fit s |")
+    print("|---|---|---|---|---|---|")
+    for name, ((X, Y), params) in pass_budget_sets().items():
+        start = time.perf_counter()
+        est = BCFWStructuredSVM(GraphCRF(**params), max_iter=2 * budget(len(X)),
+                                random_state=0).fit(X, Y)
+        seconds = time.perf_counter() - start
+        passes = est.n_iter_ if est.converged_ else f"not in {est.n_iter_}"
+        steps = est.n_iter_ * len(X) if est.converged_ else "-"
+        print(f"| {name} | {len(Y[0])} | {budget(len(X))} | {passes} | {steps} | "
+              f"{seconds:.1f} |", flush=True)
+
+
 def smooth(data):
     for task in ("ner", "chunking"):
         splits = conll_splits(task, data)
@@ -313,7 +355,7 @@ def main():
         run = {"chains": lambda: chains(args.data), "tol": lambda: tol(args.data),
                "ocr": ocr, "multilabel": lambda: multilabel(args.data),
                "binary": lambda: binary(args.data), "graphs": graphs, "graph-alpha": graph_alpha,
-               "smooth": lambda: smooth(args.data)}[section]
+               "pass-budget": pass_budget, "smooth": lambda: smooth(args.data)}[section]
         run()
 
 
