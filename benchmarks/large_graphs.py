@@ -87,39 +87,46 @@ def data(name):
             + make_segmentation(n_test, n_states=N_STATES, random_state=1, **params))
 
 
-def one_bmrm(name):
-    from sklearn_ssvm import BMRMStructuredSVM
+def warmed_up(estimator_class):
+    """A small fit of ``estimator_class(GraphCRF(...))``, so that numba compiles before the
+    timings."""
     from sklearn_ssvm.datasets import make_segmentation
     from sklearn_ssvm.structures import GraphCRF
 
-    X, Y, X_test, Y_test = data(name)
-    with warnings.catch_warnings():  # compile
+    Xs, Ys = make_segmentation(2, shape=(6, 6), n_states=N_STATES, random_state=2)
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        Xs, Ys = make_segmentation(2, shape=(6, 6), n_states=N_STATES, random_state=2)
-        BMRMStructuredSVM(GraphCRF(edge_features=True), max_iter=2).fit(Xs, Ys)
+        return estimator_class(GraphCRF(edge_features=True), max_iter=2).fit(Xs, Ys), Xs
+
+
+def accuracy(est, X_test, Y_test):
+    return np.mean(np.concatenate(est.predict(X_test)) == np.concatenate(Y_test))
+
+
+def one_bmrm(name):
+    from sklearn_ssvm import BMRMStructuredSVM
+    from sklearn_ssvm.structures import GraphCRF
+
+    X, Y, X_test, Y_test = data(name)
+    warmed_up(BMRMStructuredSVM)
     est = BMRMStructuredSVM(GraphCRF(n_states=N_STATES, edge_features=True))
     wall = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.fit(X, Y)
     wall = time.perf_counter() - wall
-    accuracy = np.mean(np.concatenate(est.predict(X_test)) == np.concatenate(Y_test))
     return dict(name=name, wall=wall, iterations=est.n_iter_, converged=bool(est.converged_),
-                certified=bool(est.gap_certified_), accuracy=accuracy)
+                certified=bool(est.gap_certified_), accuracy=accuracy(est, X_test, Y_test))
 
 
 def one(name, max_iter):
     from sklearn_ssvm import BCFWStructuredSVM
     from sklearn_ssvm._kernels.trws import trws, trws_steps
-    from sklearn_ssvm.datasets import make_segmentation
     from sklearn_ssvm.structures import GraphCRF
 
     X, Y, X_test, Y_test = data(name)
-    with warnings.catch_warnings():  # compile
-        warnings.simplefilter("ignore")
-        Xs, Ys = make_segmentation(2, shape=(6, 6), n_states=N_STATES, random_state=2)
-        small = BCFWStructuredSVM(GraphCRF(edge_features=True), max_iter=2).fit(Xs, Ys)
-        small.predict_marginals(Xs)
+    small, Xs = warmed_up(BCFWStructuredSVM)
+    small.predict_marginals(Xs)
     before = resident("VmRSS")
     reset_peak()
     est = BCFWStructuredSVM(GraphCRF(n_states=N_STATES, edge_features=True), random_state=0,
@@ -130,7 +137,7 @@ def one(name, max_iter):
         est.fit(X, Y)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     memory = (resident("VmHWM") - before) / sum(len(y) for y in Y)
-    accuracy = np.mean(np.concatenate(est.predict(X_test)) == np.concatenate(Y_test))
+    test_accuracy = accuracy(est, X_test, Y_test)
     marginals_us = np.nan  # TRBP's milliseconds per node would take minutes beyond
     if max(len(y) for y in Y_test) <= MARGINALS_NODES:
         t = time.perf_counter()
@@ -161,7 +168,7 @@ def one(name, max_iter):
                 call_iter=int(n_iter), wall=wall, cpu=cpu, passes=est.n_iter_,
                 budget=est.max_iter_,
                 converged=bool(est.converged_), gap=est.duality_gap_ / est.loss_scale_,
-                relaxation=est.relaxation_gap_ / est.loss_scale_, accuracy=accuracy,
+                relaxation=est.relaxation_gap_ / est.loss_scale_, accuracy=test_accuracy,
                 bytes_per_node=memory, marginals_us=marginals_us)
 
 
